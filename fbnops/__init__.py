@@ -1,0 +1,31 @@
+"""fbnops: the batch-normalization gradient operator, seen through five real APIs.
+
+Quick start::
+
+    import numpy as np, fbnops
+    x = np.random.rand(8, 4, 4, 3).astype(np.float32)
+    fwd = fbnops.raw_ops.FusedBatchNormV3(x=x, scale=np.ones(3, np.float32),
+              offset=np.zeros(3, np.float32), mean=np.zeros(0, np.float32),
+              variance=np.zeros(0, np.float32))
+    grad = fbnops.raw_ops.FusedBatchNormGradV3(y_backprop=np.ones_like(x), x=x,
+              scale=np.ones(3, np.float32), reserve_space_1=fwd.reserve_space_1,
+              reserve_space_2=fwd.reserve_space_2, reserve_space_3=fwd.reserve_space_3)
+"""
+
+from . import errors, raw_ops
+from .framework.registry import available_backends, backend, get_backend, set_backend
+from .framework.threads import get_num_threads, set_num_threads
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "raw_ops",
+    "errors",
+    "available_backends",
+    "backend",
+    "get_backend",
+    "set_backend",
+    "get_num_threads",
+    "set_num_threads",
+    "__version__",
+]

@@ -1,0 +1,11 @@
+"""Public error types (``fbnops.errors.InvalidArgumentError`` etc.)."""
+
+from .framework.errors import (
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    OpError,
+    UnimplementedError,
+)
+
+__all__ = ["OpError", "InvalidArgumentError", "NotFoundError", "InternalError", "UnimplementedError"]

@@ -1,0 +1,1 @@
+"""Framework pieces shared by every surface: dtypes, errors, kernel registry, threads."""

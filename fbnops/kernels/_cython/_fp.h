@@ -1,0 +1,67 @@
+/* float16 / bfloat16 <-> float32 conversions for the fbnops kernels.
+ *
+ * 16-bit values are a storage format only: kernels widen them to float32 exactly,
+ * compute in float32 (with float64 per-channel totals), and round back once with
+ * round-to-nearest-even.  Everything is branch-light integer/float code so GCC can
+ * vectorize the loops that call it; no -ffast-math anywhere (it would flush the
+ * subnormals the half conversions rely on).
+ */
+#ifndef FBNOPS_FP_H
+#define FBNOPS_FP_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* Distinct types so Cython's fused types can tell the two 16-bit formats apart. */
+typedef struct { uint16_t bits; } fb_half;
+typedef struct { uint16_t bits; } fb_bf16;
+
+static inline float fb_f32_from_bits(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
+static inline uint32_t fb_bits_from_f32(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
+
+/* bfloat16 is the upper half of a float32: widening is a shift. */
+static inline float fb_bf16_to_f32(fb_bf16 h) { return fb_f32_from_bits((uint32_t)h.bits << 16); }
+
+/* Round to nearest even on the 16 dropped bits; a NaN stays a quiet NaN of the same sign. */
+static inline fb_bf16 fb_f32_to_bf16(float f) {
+    uint32_t u = fb_bits_from_f32(f);
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    uint32_t quiet_nan = (u >> 16) | 0x0040u;
+    fb_bf16 h;
+    h.bits = (uint16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? quiet_nan : rounded);
+    return h;
+}
+
+/* Exact half -> float.  Shifting exponent+mantissa into float position and scaling by
+ * 2^112 re-biases the exponent (15 -> 127) and normalizes half subnormals in one
+ * exact multiply; exponent 31 (Inf/NaN) then gets the all-ones float exponent. */
+static inline float fb_half_to_f32(fb_half h) {
+    uint32_t em = (uint32_t)(h.bits & 0x7fffu) << 13;
+    uint32_t u = fb_bits_from_f32(fb_f32_from_bits(em) * 0x1p112f);
+    u |= (em >= (0x7c00u << 13)) ? 0x7f800000u : 0u;
+    u |= (uint32_t)(h.bits & 0x8000u) << 16;
+    return fb_f32_from_bits(u);
+}
+
+/* float -> half, round to nearest even, overflow to Inf, NaN to quiet NaN. */
+static inline fb_half fb_f32_to_half(float f) {
+    uint32_t u = fb_bits_from_f32(f);
+    uint32_t sign = (u >> 16) & 0x8000u;
+    uint32_t a = u & 0x7fffffffu;
+    uint32_t out;
+    if (a >= 0x47800000u) {              /* |f| >= 2^16, Inf or NaN */
+        out = (a > 0x7f800000u) ? 0x7e00u : 0x7c00u;
+    } else if (a < 0x38800000u) {        /* |f| < 2^-14: a half subnormal or zero */
+        /* At 0.5 a float's ulp is 2^-24, the half subnormal step: the FPU's own
+         * round-to-nearest-even does the rounding, the bits above 0.5 are the result. */
+        out = fb_bits_from_f32(fb_f32_from_bits(a) + 0.5f) - 0x3f000000u;
+    } else {                             /* normal: re-bias (-112 << 23), round off 13 bits */
+        uint32_t odd = (a >> 13) & 1u;
+        out = (a + 0xc8000fffu + odd) >> 13;
+    }
+    fb_half h;
+    h.bits = (uint16_t)(out | sign);
+    return h;
+}
+
+#endif

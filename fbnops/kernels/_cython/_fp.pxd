@@ -1,0 +1,38 @@
+# Storage types of the kernels and their float32 load/store helpers.
+#
+# ``storage_t`` is the fused type every kernel is written over: float32 data is used
+# as is; float16 and bfloat16 are widened exactly on load and rounded to nearest even
+# on store (see _fp.h).
+
+cdef extern from "_fp.h" nogil:
+    ctypedef struct fb_half:
+        unsigned short bits
+    ctypedef struct fb_bf16:
+        unsigned short bits
+    float fb_half_to_f32(fb_half h)
+    fb_half fb_f32_to_half(float f)
+    float fb_bf16_to_f32(fb_bf16 h)
+    fb_bf16 fb_f32_to_bf16(float f)
+
+ctypedef fused storage_t:
+    float
+    fb_half
+    fb_bf16
+
+
+cdef inline float load(const storage_t* p, Py_ssize_t i) noexcept nogil:
+    if storage_t is float:
+        return p[i]
+    elif storage_t is fb_half:
+        return fb_half_to_f32(p[i])
+    else:
+        return fb_bf16_to_f32(p[i])
+
+
+cdef inline void store(storage_t* p, Py_ssize_t i, float v) noexcept nogil:
+    if storage_t is float:
+        p[i] = v
+    elif storage_t is fb_half:
+        p[i] = fb_f32_to_half(v)
+    else:
+        p[i] = fb_f32_to_bf16(v)

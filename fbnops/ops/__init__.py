@@ -1,0 +1,1 @@
+"""Per-op validation, shape inference and dispatch, all driven by the specs."""

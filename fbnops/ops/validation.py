@@ -1,0 +1,161 @@
+"""Spec-driven checks shared by every op: input conversion, attrs and dtypes.
+
+Nothing here knows about batch norm; it reads an :class:`~fbnops.specs.OpSpec`.
+Messages follow TensorFlow's where TensorFlow has one, and always name the
+argument at fault.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..framework import dtypes
+from ..framework.errors import InvalidArgumentError, NotFoundError
+from ..specs import OpSpec
+
+__all__ = ["as_array", "check_attrs", "check_dtypes", "shape_str"]
+
+
+def shape_str(shape: tuple[int, ...]) -> str:
+    """TensorFlow's ``TensorShape::DebugString`` form: ``[2,3,4]``."""
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def as_array(value: Any, arg: str, op: str) -> np.ndarray:
+    """View ``value`` as a NumPy array without guessing a dtype.
+
+    Accepted: ``numpy.ndarray`` and NumPy scalars, objects with ``__array__`` /
+    ``__array_interface__``, and DLPack producers.  Python lists and numbers are
+    refused: their dtype would have to be guessed.
+    """
+    if type(value) is np.ndarray:
+        arr = value
+    elif isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value)
+    elif hasattr(value, "__array__") or hasattr(value, "__array_interface__"):
+        try:
+            arr = np.asarray(value)
+        except Exception as e:  # a foreign object whose conversion fails
+            raise InvalidArgumentError(f"{arg} could not be converted to an array: {e}", op) from None
+    elif hasattr(value, "__dlpack__"):
+        try:
+            arr = np.from_dlpack(value)
+        except Exception as e:
+            raise InvalidArgumentError(f"{arg} could not be imported through DLPack: {e}", op) from None
+    else:
+        raise InvalidArgumentError(
+            f"{arg} must be an array (numpy.ndarray, an object with __array__, or a "
+            f"DLPack producer), got {type(value).__name__}",
+            op,
+        )
+    if not arr.dtype.isnative:  # big-endian data: same values, native byte order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr
+
+
+_EXACT = {"float": float, "bool": bool, "string": str}
+_AS_FLOAT32: dict[float, float] = {}  # memo: Python float -> the float32 TensorFlow stores
+
+
+def _attr_value(op: str, a, v: Any) -> Any:
+    """Coerce one attr value to its spec type or raise."""
+    if a.type == "float":
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise InvalidArgumentError(f"Attr '{a.name}' expects a float, got {type(v).__name__} {v!r}", op)
+        v = float(np.float32(v))  # TensorFlow stores float attrs as float32
+        if not math.isfinite(v):
+            raise InvalidArgumentError(f"Attr '{a.name}' must be a finite float, got {v!r}", op)
+    elif a.type == "bool":
+        if not isinstance(v, (bool, np.bool_)):
+            raise InvalidArgumentError(f"Attr '{a.name}' expects a bool, got {type(v).__name__} {v!r}", op)
+        v = bool(v)
+    elif a.type == "string":
+        if isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")
+        if not isinstance(v, str):
+            raise InvalidArgumentError(f"Attr '{a.name}' expects a string, got {type(v).__name__} {v!r}", op)
+    if a.allowed is not None and v not in a.allowed:
+        allowed = ", ".join(f'"{x}"' for x in a.allowed)
+        raise InvalidArgumentError(
+            f"Value for attr '{a.name}' of \"{v}\" is not in the list of allowed values: {allowed}", op
+        )
+    return v
+
+
+def check_attrs(spec: OpSpec, attrs: dict[str, Any]) -> dict[str, Any]:
+    """Type-check attrs against the spec; return them with Python-native values."""
+    out = {}
+    for a in spec.attrs:
+        v = attrs.get(a.name, a.default)
+        if type(v) is _EXACT[a.type] and (a.allowed is None or v in a.allowed):
+            if a.type == "float":  # fast path for a plain float seen before
+                f = _AS_FLOAT32.get(v)
+                if f is None:
+                    f = _attr_value(spec.name, a, v)
+                    if len(_AS_FLOAT32) < 4096:
+                        _AS_FLOAT32[v] = f
+                v = f
+            out[a.name] = v
+        else:
+            out[a.name] = _attr_value(spec.name, a, v)
+    if len(attrs) > len(out) or any(k not in out for k in attrs):
+        unknown = sorted(set(attrs) - set(out))
+        raise InvalidArgumentError(f"Unknown attr(s) {unknown}; {spec.name} has {sorted(out)}", spec.name)
+    return out
+
+
+def _allowed_dtypes(spec: OpSpec) -> dict[str, frozenset]:
+    cached = _ALLOWED.get(spec.name)
+    if cached is None:
+        cached = _ALLOWED[spec.name] = {
+            attr: frozenset(dtypes.from_tf_name(t) for t in names if t in ("half", "bfloat16", "float"))
+            for attr, names in spec.type_attrs.items()
+        }
+    return cached
+
+
+_ALLOWED: dict[str, dict[str, frozenset]] = {}
+
+
+def check_dtypes(spec: OpSpec, arrays: dict[str, np.ndarray]) -> dict[str, np.dtype]:
+    """Infer the type attrs (T, U) from the inputs and check every input's dtype.
+
+    Returns ``{"T": dtype, "U": dtype}``.
+    """
+    allowed_sets = _allowed_dtypes(spec)
+    bound: dict[str, np.dtype] = {}
+    for i, arg in enumerate(spec.inputs):
+        dt = arrays[arg.name].dtype
+        allowed = allowed_sets.get(arg.type)
+        if allowed is None:  # a fixed type such as scale: float
+            expected = dtypes.from_tf_name(arg.type)
+        elif arg.type in bound:
+            expected = bound[arg.type]
+        else:
+            if dt not in allowed:
+                raise InvalidArgumentError(
+                    f"Value for attr '{arg.type}' of {dtypes.tf_name(dt)} is not in the list of "
+                    f"allowed values: {', '.join(spec.type_attrs[arg.type])} (input '{arg.name}')",
+                    spec.name,
+                )
+            bound[arg.type] = dt
+            continue
+        if dt != expected:
+            raise InvalidArgumentError(
+                f"cannot compute {spec.name} as input #{i}(zero-based) was expected to be a "
+                f"{dtypes.tf_name(expected)} tensor but is a {dtypes.tf_name(dt)} tensor "
+                f"(input '{arg.name}')",
+                spec.name,
+            )
+    for attr, dt in bound.items():
+        if dtypes.tf_name(dt) not in spec.kernel_type_attrs[attr]:
+            raise NotFoundError(
+                f"No registered '{spec.name}' OpKernel for 'CPU' devices compatible with "
+                f"{attr}={dtypes.tf_name(dt)}; registered kernels have {attr} in "
+                f"[{', '.join(spec.kernel_type_attrs[attr])}]",
+                spec.name,
+            )
+    return bound

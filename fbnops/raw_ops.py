@@ -1,0 +1,64 @@
+"""``fbnops.raw_ops``: the ``tf.raw_ops`` surface (seed 002), generated from the op specs.
+
+Each op is a keyword-only function with TensorFlow's argument names, order and
+defaults, returning a namedtuple of NumPy arrays::
+
+    out = fbnops.raw_ops.FusedBatchNormGradV3(y_backprop=dy, x=x, scale=s,
+              reserve_space_1=m, reserve_space_2=v, reserve_space_3=r3)
+    out.x_backprop, out.scale_backprop
+
+The functions are generated at import from the specs (like TensorFlow's
+``gen_nn_ops.py``), so their signatures always match the specs.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from .ops.batch_norm import execute as _execute
+from .specs import OpSpec, all_specs
+
+__all__ = [spec.name for spec in all_specs()]
+
+
+def _docstring(spec: OpSpec) -> str:
+    types = {k: ", ".join(v) for k, v in spec.type_attrs.items()}
+
+    def arg_type(t: str) -> str:
+        return f"A Tensor of type `{t}`." if t not in types else f"A Tensor of type `{t}` in ({types[t]})."
+
+    lines = [spec.summary, "", spec.description, "", "Args:"]
+    for a in spec.inputs:
+        lines.append(f"  {a.name}: {arg_type(a.type)} {a.doc}")
+    for a in spec.attrs:
+        allowed = f" From: {', '.join(map(repr, a.allowed))}." if a.allowed else ""
+        lines.append(f"  {a.name}: An optional `{a.type}`. Defaults to `{a.default!r}`.{allowed} {a.doc}")
+    lines.append("  name: A name for the operation (optional; unused in eager mode).")
+    lines += ["", "Returns:", f"  A namedtuple of arrays ({', '.join(spec.output_names)}).", ""]
+    for a in spec.outputs:
+        lines.append(f"  {a.name}: {arg_type(a.type)} {a.doc}")
+    return "\n".join(lines)
+
+
+def _make(spec: OpSpec):
+    """Generate ``def Op(*, inputs..., attrs=defaults..., name=None)`` for one spec."""
+    outputs = collections.namedtuple(spec.name, spec.output_names)
+    params = [a.name for a in spec.inputs] + [f"{a.name}={a.default!r}" for a in spec.attrs] + ["name=None"]
+    inputs = ", ".join(f"{a.name!r}: {a.name}" for a in spec.inputs)
+    attrs = ", ".join(f"{a.name!r}: {a.name}" for a in spec.attrs)
+    src = (
+        f"def {spec.name}(*, {', '.join(params)}):\n"
+        f"    return _Outputs(*_execute({spec.name!r}, {{{inputs}}}, {{{attrs}}}))\n"
+    )
+    namespace = {"_Outputs": outputs, "_execute": _execute}
+    exec(compile(src, f"<fbnops.raw_ops.{spec.name}>", "exec"), namespace)
+    fn = namespace[spec.name]
+    fn.__doc__ = _docstring(spec)
+    fn.__module__ = __name__
+    fn.__qualname__ = spec.name
+    return fn, outputs
+
+
+for _spec in all_specs():
+    globals()[_spec.name], globals()[f"_{_spec.name}Output"] = _make(_spec)
+del _spec
