@@ -33,10 +33,7 @@ def compiler_has_openmp() -> bool:
     cc = (sysconfig.get_config_var("CC") or "cc").split()
     if not shutil.which(cc[0]):
         return False
-    src = (
-        "#include <omp.h>\nint main(void){int n=0;\n"
-        "#pragma omp parallel reduction(+:n)\nn+=1;\nreturn n>0?0:1;}\n"
-    )
+    src = "#include <omp.h>\nint main(void){int n=0;\n#pragma omp parallel reduction(+:n)\nn+=1;\nreturn n>0?0:1;}\n"
     with tempfile.TemporaryDirectory() as tmp:
         c_file = os.path.join(tmp, "probe.c")
         with open(c_file, "w") as f:

@@ -42,7 +42,7 @@ def batch_norm_grad(x, dy, scale, mean, variance, *, epsilon, is_training, compu
     out_dtype = x.dtype
     x, dy = x.astype(compute), dy.astype(compute)
     scale, mean, variance = (v.astype(compute) for v in (scale, mean, variance))
-    n = x.shape[0] * x.shape[2]
+    n = max(x.shape[0] * x.shape[2], 1)  # (an empty batch never reaches a kernel)
 
     r = 1 / np.sqrt(variance + compute(epsilon))
     xc = x - per_channel(mean)
@@ -53,9 +53,7 @@ def batch_norm_grad(x, dy, scale, mean, variance, *, epsilon, is_training, compu
     scale_backprop = sum_dy_xc * r
     if is_training:
         dx = per_channel(scale * r) * (
-            dy
-            - per_channel((sum_dy / n).astype(compute))
-            - xc * per_channel((r * r * sum_dy_xc / n).astype(compute))
+            dy - per_channel((sum_dy / n).astype(compute)) - xc * per_channel((r * r * sum_dy_xc / n).astype(compute))
         )
     else:
         dx = dy * per_channel(scale * r)
@@ -72,7 +70,7 @@ def batch_norm(x, scale, offset, mean, variance, *, epsilon, is_training, comput
     x = x.astype(compute)
     scale, offset = scale.astype(compute), offset.astype(compute)
     if is_training:
-        n = x.shape[0] * x.shape[2]
+        n = max(x.shape[0] * x.shape[2], 1)
         mean = (x.sum(AXES, dtype=np.float64) / n).astype(compute)
         variance = (((x - per_channel(mean)) ** 2).sum(AXES, dtype=np.float64) / n).astype(compute)
     else:

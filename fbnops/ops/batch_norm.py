@@ -54,17 +54,13 @@ def _channels(shape: tuple[int, ...], data_format: str) -> int:
 def _check_tensor_rank(name: str, arr: np.ndarray, op: str) -> None:
     # TensorFlow's kernels accept 4-D or 5-D for any data_format (eager semantics).
     if arr.ndim not in (4, 5):
-        raise InvalidArgumentError(
-            f"input must be 4 or 5-dimensional{shape_str(arr.shape)} (input '{name}')", op
-        )
+        raise InvalidArgumentError(f"input must be 4 or 5-dimensional{shape_str(arr.shape)} (input '{name}')", op)
 
 
 def _check_vector_rank(spec_arg, arr: np.ndarray, op: str) -> None:
     if arr.ndim != 1:
         label = spec_arg.kernel_label or spec_arg.name
-        raise InvalidArgumentError(
-            f"{label} must be 1-dimensional{shape_str(arr.shape)} (input '{spec_arg.name}')", op
-        )
+        raise InvalidArgumentError(f"{label} must be 1-dimensional{shape_str(arr.shape)} (input '{spec_arg.name}')", op)
 
 
 def _check_channel_count(name: str, arr: np.ndarray, channels: int, op: str, prefix: str = "") -> None:

@@ -43,9 +43,7 @@ SPEC = OpSpec(
         ArgSpec("x_backprop", "T", "tensor", "A 4D Tensor for the gradient with respect to x."),
         ArgSpec("scale_backprop", "U", "channels", "A 1D Tensor for the gradient with respect to scale."),
         ArgSpec("offset_backprop", "U", "channels", "A 1D Tensor for the gradient with respect to offset."),
-        ArgSpec(
-            "reserve_space_4", "U", "empty", "Unused placeholder to match the mean input in FusedBatchNorm."
-        ),
+        ArgSpec("reserve_space_4", "U", "empty", "Unused placeholder to match the mean input in FusedBatchNorm."),
         ArgSpec(
             "reserve_space_5",
             "U",

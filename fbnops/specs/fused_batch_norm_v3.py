@@ -43,8 +43,7 @@ SPEC = OpSpec(
             "batch_variance",
             "U",
             "channels",
-            "A 1D Tensor for the computed batch variance, to be used by TensorFlow to compute the "
-            "running variance.",
+            "A 1D Tensor for the computed batch variance, to be used by TensorFlow to compute the running variance.",
         ),
         ArgSpec(
             "reserve_space_1",
@@ -73,8 +72,7 @@ SPEC = OpSpec(
             name="exponential_avg_factor",
             type="float",
             default=1.0,
-            doc="Factor used to blend the batch statistics into the running mean and variance "
-            "(1.0 replaces them).",
+            doc="Factor used to blend the batch statistics into the running mean and variance (1.0 replaces them).",
         ),
         data_format_attr('The data format for x and y. Either "NHWC" (default) or "NCHW".'),
         IS_TRAINING,

@@ -1,0 +1,65 @@
+"""Dump the public API of every fbnops surface as text (TF's api golden files, simplified).
+
+One line per public object: its dotted name, its kind and, for callables, the
+signature (parameter names, order, kinds and defaults).  ``tests/golden/api.txt``
+holds the approved dump; ``pytest --update-goldens`` rewrites it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+# module -> whether to descend into its public classes
+SURFACES = ["fbnops", "fbnops.raw_ops", "fbnops.errors"]
+
+
+def _sig(obj) -> str:
+    try:
+        return str(inspect.signature(obj))
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def _public(obj):
+    names = getattr(obj, "__all__", None)
+    if names is None:
+        names = [n for n in vars(obj) if not n.startswith("_")]
+    return sorted(names)
+
+
+def dump_object(prefix: str, obj, depth: int = 0) -> list[str]:
+    lines = []
+    for name in _public(obj):
+        member = getattr(obj, name)
+        path = f"{prefix}.{name}"
+        if inspect.ismodule(member):
+            lines.append(f"{path}: module")
+        elif inspect.isclass(member):
+            bases = ", ".join(b.__name__ for b in member.__bases__)
+            lines.append(f"{path}: class({bases}){_sig(member) if not issubclass(member, BaseException) else ''}")
+            if depth < 2:
+                for attr in sorted(vars(member)):
+                    if attr.startswith("_"):
+                        continue
+                    value = inspect.getattr_static(member, attr)
+                    if isinstance(value, (staticmethod, classmethod)):
+                        lines.append(f"{path}.{attr}: {type(value).__name__}{_sig(getattr(member, attr))}")
+                    elif callable(value):
+                        lines.append(f"{path}.{attr}: method{_sig(value)}")
+                    elif isinstance(value, property):
+                        lines.append(f"{path}.{attr}: property")
+                    else:
+                        lines.append(f"{path}.{attr}: attribute")
+        elif callable(member):
+            lines.append(f"{path}: function{_sig(member)}")
+        else:
+            lines.append(f"{path}: {type(member).__name__} = {member!r}"[:200])
+    return lines
+
+
+def dump() -> str:
+    lines = []
+    for mod in SURFACES:
+        lines += dump_object(mod, importlib.import_module(mod))
+    return "\n".join(lines) + "\n"

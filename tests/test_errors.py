@@ -1,0 +1,188 @@
+"""Bad input is rejected before any kernel runs, with TensorFlow's messages.
+
+Each case asserts the error type and the message text; the CVE inputs of
+tf_semantics.md section 7.1 are among them.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from helpers import grad_inputs
+
+import fbnops
+from fbnops.errors import InvalidArgumentError, NotFoundError
+
+raw = fbnops.raw_ops
+F = np.float32
+
+
+def fwd_inputs(shape=(2, 3, 3, 4), c=4):
+    return dict(
+        x=np.ones(shape, F),
+        scale=np.ones(c, F),
+        offset=np.zeros(c, F),
+        mean=np.zeros(c, F),
+        variance=np.ones(c, F),
+    )
+
+
+GRAD_CASES = [
+    ({"y_backprop": np.ones((2, 2, 2), F)}, {}, "input must be 4 or 5-dimensional[2,2,2]"),
+    ({"x": np.ones((2, 2, 2, 2, 2, 2), F)}, {}, "input must be 4 or 5-dimensional[2,2,2,2,2,2]"),
+    ({"scale": np.ones((4, 1), F)}, {}, "scale must be 1-dimensional[4,1]"),
+    ({"reserve_space_1": np.ones((), F)}, {}, "saved mean must be 1-dimensional[]"),
+    ({"reserve_space_2": np.ones((2, 2), F)}, {}, "saved variance must be 1-dimensional[2,2]"),
+    (
+        {"x": np.ones((2, 3, 3, 5), F)},
+        {},
+        "x and y_backprop must have same shape, but x has shape [2,3,3,5] and y_backprop has shape [2,3,3,4]",
+    ),
+    ({"scale": np.ones(3, F)}, {}, "scale must have the same number of elements as the channels of x, got 3 and 4"),
+    (
+        {"reserve_space_1": np.ones(5, F)},
+        {},
+        "reserve_space_1 must have the same number of elements as the channels of x, got 5 and 4",
+    ),
+    (
+        {"reserve_space_2": np.ones(0, F)},
+        {},
+        "reserve_space_2 must have the same number of elements as the channels of x, got 0 and 4",
+    ),
+    ({}, {"data_format": "NXYZ"}, "Value for attr 'data_format' of \"NXYZ\" is not in the list of allowed values"),
+    ({}, {"epsilon": float("nan")}, "Attr 'epsilon' must be a finite float"),
+    ({}, {"epsilon": "0.1"}, "Attr 'epsilon' expects a float, got str"),
+    ({}, {"is_training": 1}, "Attr 'is_training' expects a bool, got int"),
+    ({"y_backprop": np.ones((2, 3, 3, 4), np.int32)}, {}, "Value for attr 'T' of int32 is not in the list of allowed"),
+    (
+        {"x": np.ones((2, 3, 3, 4), np.int32)},
+        {},
+        "input #1(zero-based) was expected to be a float tensor but is a int32",
+    ),
+    ({"y_backprop": np.ones((2, 3, 3, 4), np.float64)}, {}, "Value for attr 'T' of double is not in the list"),
+    ({"y_backprop": np.ones((2, 3, 3, 4), bool)}, {}, "Value for attr 'T' of bool is not in the list"),
+    ({"y_backprop": np.ones((2, 3, 3, 4), np.complex64)}, {}, "Value for attr 'T' of complex64"),
+    ({"y_backprop": np.full((2, 3, 3, 4), "a")}, {}, "Value for attr 'T' of"),
+    ({"y_backprop": np.empty((2, 3, 3, 4), object)}, {}, "Value for attr 'T' of object"),
+    (
+        {"x": np.ones((2, 3, 3, 4), np.float16)},
+        {},
+        "input #1(zero-based) was expected to be a float tensor but is a half tensor",
+    ),
+    ({"scale": np.ones(4, np.float64)}, {}, "input #2(zero-based) was expected to be a float tensor but is a double"),
+    ({"reserve_space_1": [0.0, 0.0, 0.0, 0.0]}, {}, "reserve_space_1 must be an array"),
+    ({"reserve_space_3": 0.0}, {}, "reserve_space_3 must be an array"),
+]
+
+
+@pytest.mark.parametrize("override,attrs,message", GRAD_CASES)
+def test_gradient_rejects(override, attrs, message):
+    inputs = {**grad_inputs((2, 3, 3, 4)), **override}
+    with pytest.raises(InvalidArgumentError, match=re.escape(message)):
+        raw.FusedBatchNormGradV3(**inputs, **attrs)
+
+
+FWD_CASES = [
+    ({"x": np.ones((2, 2, 2), F)}, {}, "input must be 4 or 5-dimensional[2,2,2]"),
+    ({"offset": np.ones((4, 4), F)}, {}, "offset must be 1-dimensional[4,4]"),
+    ({"mean": np.ones((), F)}, {}, "estimated_mean must be 1-dimensional[]"),
+    ({"variance": np.ones((1, 4), F)}, {}, "estimated_variance must be 1-dimensional[1,4]"),
+    ({"offset": np.ones(3, F)}, {}, "offset must have the same number of elements as the channels of x, got 3 and 4"),
+    (
+        {"mean": np.ones(3, F)},
+        {"is_training": False},
+        "When is_training=false, mean must have the same number of elements as the channels of x, got 3 and 4",
+    ),
+    (
+        {"variance": np.ones(0, F)},
+        {"exponential_avg_factor": 0.5},
+        "When exponential_avg_factor != 1, variance must have the same number of elements as the channels "
+        "of x, got 0 and 4",
+    ),
+    ({}, {"exponential_avg_factor": float("inf")}, "Attr 'exponential_avg_factor' must be a finite float"),
+]
+
+
+@pytest.mark.parametrize("override,attrs,message", FWD_CASES)
+def test_forward_rejects(override, attrs, message):
+    with pytest.raises(InvalidArgumentError, match=re.escape(message)):
+        raw.FusedBatchNormV3(**{**fwd_inputs(), **override}, **attrs)
+
+
+def test_forward_bfloat16_statistics_have_no_cpu_kernel():
+    """U=bfloat16 is allowed by the op def but TensorFlow registers no CPU kernel for it."""
+    bf = np.dtype("bfloat16")
+    inputs = {k: (v.astype(bf) if k != "x" else v) for k, v in fwd_inputs().items()}
+    with pytest.raises(NotFoundError, match="U=bfloat16"):
+        raw.FusedBatchNormV3(**inputs)
+
+
+def test_cve_2021_41223_grad_oob_inputs():
+    """GHSA-f54p-f6jp-4rhr PoC: mismatched y_backprop/x and short reserve spaces."""
+    with pytest.raises(InvalidArgumentError, match="x and y_backprop must have same shape"):
+        raw.FusedBatchNormGradV3(
+            y_backprop=np.ones((1, 1, 3, 3), F),
+            x=np.ones((1, 1, 1, 2), F),
+            scale=np.ones(2, F),
+            reserve_space_1=np.ones(2, F),
+            reserve_space_2=np.ones(3, F),
+            reserve_space_3=np.ones(1, F),
+            data_format="NCHW",
+            is_training=True,
+        )
+    # Same shapes but rs2 one element too long: the check TF added for this CVE.
+    with pytest.raises(InvalidArgumentError, match="reserve_space_2 must have the same number of elements"):
+        raw.FusedBatchNormGradV3(
+            y_backprop=np.ones((1, 1, 1, 2), F),
+            x=np.ones((1, 1, 1, 2), F),
+            scale=np.ones(1, F),
+            reserve_space_1=np.ones(1, F),
+            reserve_space_2=np.ones(3, F),
+            reserve_space_3=np.ones(1, F),
+            data_format="NCHW",
+            is_training=True,
+        )
+
+
+@pytest.mark.parametrize("short", ["scale", "offset", "mean", "variance"])
+def test_cve_2021_29583_forward_unvalidated_sizes(short):
+    """GHSA-9xh4-23q4-v6wr: scale/offset/mean/variance shorter than C (mean/var in inference)."""
+    inputs = fwd_inputs()
+    inputs[short] = np.ones(1, F)
+    with pytest.raises(InvalidArgumentError, match=f"{short} must have the same number of elements"):
+        raw.FusedBatchNormV3(**inputs, is_training=False)
+
+
+@pytest.mark.parametrize("empty", ["scale", "reserve_space_1", "reserve_space_2"])
+def test_fuzzer_crash_inputs_empty_vectors(empty):
+    """TF 2.4 segfaults (#59001, #58999, #59014): empty scale / reserve spaces."""
+    inputs = grad_inputs((2, 3, 3, 4))
+    inputs[empty] = np.zeros(0, F)
+    with pytest.raises(InvalidArgumentError, match="must have the same number of elements"):
+        raw.FusedBatchNormGradV3(**inputs)
+
+
+def test_unknown_and_missing_arguments():
+    inputs = grad_inputs((2, 3, 3, 4))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'exponential_avg_factor'"):
+        raw.FusedBatchNormGradV3(**inputs, exponential_avg_factor=1.0)
+    del inputs["reserve_space_3"]
+    with pytest.raises(TypeError, match="reserve_space_3"):
+        raw.FusedBatchNormGradV3(**inputs)
+    with pytest.raises(TypeError):
+        raw.FusedBatchNormGradV3(*grad_inputs((2, 3, 3, 4)).values())  # keyword-only, as tf.raw_ops
+
+
+def test_error_names_the_op():
+    with pytest.raises(InvalidArgumentError) as info:
+        raw.FusedBatchNormGradV3(**{**grad_inputs((2, 3, 3, 4)), "scale": np.ones(3, F)})
+    assert info.value.op == "FusedBatchNormGradV3"
+    assert str(info.value).endswith("[Op:FusedBatchNormGradV3]")
+    assert isinstance(info.value, ValueError)
+
+
+def test_unknown_backend_errors():
+    with pytest.raises(NotFoundError, match="Unknown backend 'cuda'"):
+        fbnops.set_backend("cuda")

@@ -1,0 +1,195 @@
+"""Compiled-kernel properties: determinism, thread safety, exact 16-bit conversions."""
+
+from __future__ import annotations
+
+import threading
+
+import ml_dtypes
+import numpy as np
+import pytest
+from helpers import grad_inputs
+
+import fbnops
+
+raw = fbnops.raw_ops
+PARALLEL = [b for b in fbnops.available_backends() if b != "reference"]
+
+# Big enough for several work items and for the parallel path (>= 32768 elements).
+SHAPES = [
+    ((8, 24, 20, 24), "NHWC"),
+    ((4, 3, 60, 61), "NCHW"),
+    ((3, 70, 33, 5), "NHWC"),
+    ((2, 4, 3, 40, 50), "NCDHW"),
+    ((64, 3, 3, 301), "NHWC"),
+]
+
+
+@pytest.fixture(params=PARALLEL)
+def parallel_backend(request):
+    with fbnops.backend(request.param):
+        yield request.param
+
+
+@pytest.fixture
+def restore_threads():
+    n = fbnops.get_num_threads()
+    yield
+    fbnops.set_num_threads(n)
+
+
+def _all_outputs(shape, data_format, dtype, is_training):
+    inputs = grad_inputs(shape, data_format, dtype, seed=5)
+    g = raw.FusedBatchNormGradV3(**inputs, data_format=data_format, is_training=is_training)
+    f = raw.FusedBatchNormV3(
+        x=inputs["x"],
+        scale=inputs["scale"],
+        offset=inputs["reserve_space_1"],
+        mean=inputs["reserve_space_1"],
+        variance=inputs["reserve_space_2"],
+        data_format=data_format,
+        is_training=is_training,
+    )
+    return [np.asarray(a).view(np.uint8) for a in (*g[:3], *f[:5])]
+
+
+@pytest.mark.parametrize("shape,data_format", SHAPES)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("is_training", [True, False])
+def test_bitwise_identical_for_any_thread_count(
+    parallel_backend, restore_threads, shape, data_format, dtype, is_training
+):
+    results = []
+    for n in (1, 2, 3):
+        fbnops.set_num_threads(n)
+        results.append(_all_outputs(shape, data_format, dtype, is_training))
+    for other in results[1:]:
+        for a, b in zip(results[0], other, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_two_python_threads_at_once(parallel_backend):
+    cases = [grad_inputs(s, f, seed=i) | {"data_format": f} for i, (s, f) in enumerate(SHAPES[:2])]
+    expected = [raw.FusedBatchNormGradV3(**c) for c in cases]
+    errors = []
+
+    def worker(k):
+        try:
+            for _ in range(5):
+                got = raw.FusedBatchNormGradV3(**cases[k])
+                for a, b in zip(got, expected[k], strict=True):
+                    np.testing.assert_array_equal(a, b)
+        except Exception as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k % 2,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_thread_count_settings(restore_threads, monkeypatch):
+    fbnops.set_num_threads(3)
+    assert fbnops.get_num_threads() == 3
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError):
+            fbnops.set_num_threads(bad)
+    from fbnops.framework import threads
+
+    monkeypatch.setenv("FBNOPS_NUM_THREADS", "5")
+    assert threads.default_num_threads() == 5
+    monkeypatch.setenv("FBNOPS_NUM_THREADS", "zero")
+    with pytest.raises(ValueError, match="FBNOPS_NUM_THREADS"):
+        threads.default_num_threads()
+
+
+cython = pytest.importorskip("fbnops.kernels._cython.batch_norm") if "cython" in PARALLEL else None
+
+
+@pytest.mark.skipif(cython is None, reason="Cython backend not built")
+class TestConversions:
+    def test_every_half_widens_exactly(self):
+        bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+        got = cython.widen(bits.view(np.float16))
+        want = bits.view(np.float16).astype(np.float32)
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+    def test_every_bfloat16_widens_exactly(self):
+        bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+        got = cython.widen(bits.view(ml_dtypes.bfloat16))
+        np.testing.assert_array_equal(got.view(np.uint32), bits.astype(np.uint32) << 16)
+
+    @staticmethod
+    def _floats():
+        rng = np.random.default_rng(0)
+        random_bits = rng.integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32)
+        # every half rounding boundary: the midpoints between neighbouring halves, +-1 ulp
+        halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+        h = halves[np.isfinite(halves)].astype(np.float64)
+        h.sort()
+        mids = ((h[1:] + h[:-1]) / 2).astype(np.float32)
+        near = np.concatenate([mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf)])
+        special = np.array(
+            [0.0, -0.0, np.inf, -np.inf, np.nan, 65504, 65519.99, 65520, 1e-8, 6e-8, 3e-8, -3e-8, 2.98e-8], np.float32
+        )
+        return np.concatenate([random_bits.view(np.float32), near, special])
+
+    def test_round_to_half_is_round_to_nearest_even(self):
+        f = self._floats()
+        got = cython.round_to_half(f)
+        with np.errstate(over="ignore", invalid="ignore"):
+            want = f.astype(np.float16)
+        nan = np.isnan(want)
+        assert np.isnan(got[nan]).all()
+        np.testing.assert_array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16))
+
+    def test_round_to_bfloat16_is_round_to_nearest_even(self):
+        f = self._floats()
+        got = cython.round_to_bfloat16(f)
+        with np.errstate(over="ignore", invalid="ignore"):
+            want = f.astype(ml_dtypes.bfloat16)
+        nan = np.isnan(want.astype(np.float32))
+        assert np.isnan(got[nan].astype(np.float32)).all()
+        np.testing.assert_array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16))
+
+    def test_partition_depends_on_shape_only(self):
+        a = cython.plan(100352, 64, 1)
+        assert a["channels_last"] and a["nitems"] == 64
+        b = cython.plan(32, 3, 4096)
+        assert not b["channels_last"] and b["per_channel"] * 3 >= 16
+        small_c = cython.plan(1000, 3, 1)
+        assert small_c["width"] % 16 == 0 and small_c["width"] >= 64  # folded rows
+
+    def test_kernel_entry_rejects_bad_buffers(self):
+        x = np.ones((4, 3, 5), np.float32)
+        v = np.ones(3, np.float32)
+        with pytest.raises(ValueError, match="contiguous 3-D"):
+            cython.batch_norm_grad(x[:, :, ::2], x[:, :, ::2], v, v, v, epsilon=1e-3, is_training=True)
+        with pytest.raises(ValueError, match="shape and dtype of x"):
+            cython.batch_norm_grad(x, x[:2], v, v, v, epsilon=1e-3, is_training=True)
+        with pytest.raises(ValueError, match="float32 vector of length 3"):
+            cython.batch_norm_grad(x, x, v[:2], v, v, epsilon=1e-3, is_training=True)
+        with pytest.raises(ValueError):
+            cython.batch_norm_grad(x.astype(np.float64), x, v, v, v, epsilon=1e-3, is_training=True)
+
+
+def test_openmp_build():
+    """CI builds with OpenMP; FBNOPS_NO_OPENMP=1 builds are single-threaded but correct."""
+    import os
+
+    if "cython" not in PARALLEL or os.environ.get("FBNOPS_NO_OPENMP", "") not in ("", "0"):
+        pytest.skip("not an OpenMP build")
+    from fbnops.kernels import cython_backend
+
+    assert cython_backend.OPENMP_ENABLED
+
+
+def test_compiled_backend_is_available():
+    """A build that silently lost its Cython kernels must not pass as green."""
+    import os
+
+    if os.environ.get("FBNOPS_ALLOW_NO_CYTHON"):
+        pytest.skip("FBNOPS_ALLOW_NO_CYTHON set")
+    assert "cython" in fbnops.available_backends()
+    assert fbnops.get_backend() == "cython"
