@@ -11,6 +11,7 @@ conversions depend on subnormals.  No -march=native: the wheel must run anywhere
 """
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 OPENMP_FLAG = "/openmp" if sys.platform == "win32" else "-fopenmp"
+V3_FLAG = "-march=x86-64-v3"
 OPT_FLAGS = [] if sys.platform == "win32" else ["-O3", "-fno-trapping-math", "-fno-math-errno"]
 
 
@@ -49,30 +51,52 @@ def compiler_has_openmp() -> bool:
     return True
 
 
+def compiler_accepts(flag: str) -> bool:
+    cc = (sysconfig.get_config_var("CC") or "cc").split()
+    with tempfile.TemporaryDirectory() as tmp:
+        c_file = os.path.join(tmp, "probe.c")
+        with open(c_file, "w") as f:
+            f.write("int main(void){return 0;}\n")
+        try:
+            subprocess.run(
+                [*cc, flag, "-c", c_file, "-o", os.path.join(tmp, "probe.o")], check=True, capture_output=True
+            )
+        except (OSError, subprocess.CalledProcessError):
+            return False
+    return True
+
+
 class BuildExt(build_ext):
     def build_extensions(self):
         openmp = compiler_has_openmp()
         if not openmp:
             print("fbnops: building WITHOUT OpenMP; kernels will run single-threaded", file=sys.stderr)
+        keep = []
         for ext in self.extensions:
+            if ext.name.endswith("_avx2"):  # the optional x86-64-v3 build, chosen at import
+                if platform.machine().lower() not in ("x86_64", "amd64") or not compiler_accepts(V3_FLAG):
+                    print(f"fbnops: skipping {ext.name} (no {V3_FLAG} here)", file=sys.stderr)
+                    continue
+                ext.extra_compile_args += [V3_FLAG]
             ext.extra_compile_args += OPT_FLAGS + ([OPENMP_FLAG] if openmp else [])
             ext.extra_link_args += [OPENMP_FLAG] if openmp else []
+            keep.append(ext)
+        self.extensions = keep
         super().build_extensions()
 
 
 debug = os.environ.get("FBNOPS_DEBUG_CYTHON", "") not in ("", "0")
+KERNEL_DIR = "fbnops/kernels/_cython"
 extensions = [
     Extension(
-        "fbnops.kernels._cython.batch_norm",
-        ["fbnops/kernels/_cython/batch_norm.pyx"],
-        include_dirs=[np.get_include(), "fbnops/kernels/_cython"],
+        f"fbnops.kernels._cython.{name}",
+        [f"{KERNEL_DIR}/{name}.pyx"],
+        include_dirs=[np.get_include(), KERNEL_DIR],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION")],
-        depends=[
-            "fbnops/kernels/_cython/_fp.h",
-            "fbnops/kernels/_cython/_fp.pxd",
-            "fbnops/kernels/_cython/_openmp.pxd",
-        ],
+        depends=[f"{KERNEL_DIR}/{f}" for f in ("_batch_norm_impl.pxi", "_fp.h", "_fp.pxd", "_openmp.pxd")],
     )
+    # the portable build, and the same source for x86-64-v3 (AVX2, FMA, F16C)
+    for name in ("batch_norm", "batch_norm_avx2")
 ]
 
 setup(

@@ -1,12 +1,33 @@
-"""Registers the compiled Cython kernels as the ``cython`` backend."""
+"""Registers the compiled Cython kernels as the ``cython`` backend.
+
+Two builds of one kernel source may be present: the portable baseline and an
+x86-64-v3 build (AVX2, FMA, F16C).  The faster one this CPU can run is chosen at
+import; ``FBNOPS_SIMD=baseline`` forces the portable one.
+"""
 
 from __future__ import annotations
 
+import os
+
 from ..framework.registry import register_kernel
 from ..framework.threads import get_num_threads
-from ._cython import batch_norm as _bn
+from ._cython import batch_norm as _baseline
 
+
+def _select():
+    if os.environ.get("FBNOPS_SIMD", "").lower() != "baseline" and _baseline.cpu_has_x86_64_v3():
+        try:
+            from ._cython import batch_norm_avx2
+
+            return batch_norm_avx2
+        except ImportError:  # not built on this machine
+            pass
+    return _baseline
+
+
+_bn = _select()
 OPENMP_ENABLED: bool = _bn.OPENMP_ENABLED
+SIMD_VARIANT: str = _bn.SIMD_VARIANT
 
 # Below this many elements one thread is faster than waking a team (~1-2 us per region).
 SERIAL_BELOW = 1 << 15

@@ -75,13 +75,12 @@ def _check_channel_count(name: str, arr: np.ndarray, channels: int, op: str, pre
 def _check_shapes(spec: OpSpec, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> None:
     """TensorFlow's kernel validation (tf_semantics.md section 1.6), spec-driven."""
     op = spec.name
-    for arg in spec.inputs:
-        if arg.kind == "tensor":
-            _check_tensor_rank(arg.name, arrays[arg.name], op)
-    for arg in spec.inputs:
-        if arg.kind == "channels":
-            _check_vector_rank(arg, arrays[arg.name], op)
     tensors = [a.name for a in spec.inputs if a.kind == "tensor"]
+    vectors = [a for a in spec.inputs if a.kind == "channels"]
+    for name in tensors:
+        _check_tensor_rank(name, arrays[name], op)
+    for arg in vectors:
+        _check_vector_rank(arg, arrays[arg.name], op)
     if len(tensors) == 2:  # gradient: y_backprop and x must agree exactly
         dy, x = arrays[tensors[0]], arrays[tensors[1]]
         if dy.shape != x.shape:
@@ -90,18 +89,17 @@ def _check_shapes(spec: OpSpec, arrays: dict[str, np.ndarray], attrs: dict[str, 
                 f"and y_backprop has shape {shape_str(dy.shape)}",
                 op,
             )
-    x = arrays["x"]
-    channels = _channels(x.shape, attrs["data_format"])
+    channels = _channels(arrays["x"].shape, attrs["data_format"])
     stats_used = not attrs["is_training"] or attrs.get("exponential_avg_factor", 1.0) != 1.0
-    prefix = "When is_training=false, " if not attrs["is_training"] else "When exponential_avg_factor != 1, "
-    for arg in spec.inputs:
-        if arg.kind != "channels":
+    for arg in vectors:
+        if arrays[arg.name].shape[0] == channels:
             continue
         if arg.required_when == "stats_used":
-            if stats_used:
-                _check_channel_count(arg.name, arrays[arg.name], channels, op, prefix)
-        else:
-            _check_channel_count(arg.name, arrays[arg.name], channels, op)
+            if not stats_used:
+                continue  # TF ignores mean/variance in training with factor 1
+            prefix = "When is_training=false, " if not attrs["is_training"] else "When exponential_avg_factor != 1, "
+            _check_channel_count(arg.name, arrays[arg.name], channels, op, prefix)
+        _check_channel_count(arg.name, arrays[arg.name], channels, op)
 
 
 def _contiguous(a: np.ndarray) -> np.ndarray:

@@ -107,17 +107,20 @@ def check_attrs(spec: OpSpec, attrs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _allowed_dtypes(spec: OpSpec) -> dict[str, frozenset]:
-    cached = _ALLOWED.get(spec.name)
-    if cached is None:
-        cached = _ALLOWED[spec.name] = {
-            attr: frozenset(dtypes.from_tf_name(t) for t in names if t in ("half", "bfloat16", "float"))
-            for attr, names in spec.type_attrs.items()
-        }
-    return cached
+class _DtypePlan:
+    """Per-spec precomputation: for each input, its index, name, type attr and allowed dtypes."""
+
+    def __init__(self, spec: OpSpec):
+        self.args = []
+        for i, arg in enumerate(spec.inputs):
+            if arg.type in spec.type_attrs:
+                allowed = frozenset(dtypes.from_tf_name(t) for t in spec.type_attrs[arg.type])
+                self.args.append((i, arg.name, arg.type, allowed, None))
+            else:
+                self.args.append((i, arg.name, None, None, dtypes.from_tf_name(arg.type)))
 
 
-_ALLOWED: dict[str, dict[str, frozenset]] = {}
+_PLANS: dict[str, _DtypePlan] = {}
 
 
 def check_dtypes(spec: OpSpec, arrays: dict[str, np.ndarray]) -> dict[str, np.dtype]:
@@ -125,29 +128,28 @@ def check_dtypes(spec: OpSpec, arrays: dict[str, np.ndarray]) -> dict[str, np.dt
 
     Returns ``{"T": dtype, "U": dtype}``.
     """
-    allowed_sets = _allowed_dtypes(spec)
+    plan = _PLANS.get(spec.name) or _PLANS.setdefault(spec.name, _DtypePlan(spec))
     bound: dict[str, np.dtype] = {}
-    for i, arg in enumerate(spec.inputs):
-        dt = arrays[arg.name].dtype
-        allowed = allowed_sets.get(arg.type)
-        if allowed is None:  # a fixed type such as scale: float
-            expected = dtypes.from_tf_name(arg.type)
-        elif arg.type in bound:
-            expected = bound[arg.type]
+    for i, name, type_attr, allowed, fixed in plan.args:
+        dt = arrays[name].dtype
+        if type_attr is None:
+            expected = fixed
+        elif type_attr in bound:
+            expected = bound[type_attr]
         else:
             if dt not in allowed:
                 raise InvalidArgumentError(
-                    f"Value for attr '{arg.type}' of {dtypes.tf_name(dt)} is not in the list of "
-                    f"allowed values: {', '.join(spec.type_attrs[arg.type])} (input '{arg.name}')",
+                    f"Value for attr '{type_attr}' of {dtypes.tf_name(dt)} is not in the list of "
+                    f"allowed values: {', '.join(spec.type_attrs[type_attr])} (input '{name}')",
                     spec.name,
                 )
-            bound[arg.type] = dt
+            bound[type_attr] = dt
             continue
         if dt != expected:
             raise InvalidArgumentError(
                 f"cannot compute {spec.name} as input #{i}(zero-based) was expected to be a "
                 f"{dtypes.tf_name(expected)} tensor but is a {dtypes.tf_name(dt)} tensor "
-                f"(input '{arg.name}')",
+                f"(input '{name}')",
                 spec.name,
             )
     for attr, dt in bound.items():

@@ -32,6 +32,22 @@ static inline fb_bf16 fb_f32_to_bf16(float f) {
     return h;
 }
 
+#if defined(__F16C__) && defined(__FLT16_MAX__)
+/* x86-64-v3 build: the hardware conversions (vcvtph2ps / vcvtps2ph, round to nearest
+ * even), which GCC vectorizes through _Float16 casts. */
+static inline float fb_half_to_f32(fb_half h) {
+    _Float16 v;
+    memcpy(&v, &h.bits, sizeof v);
+    return (float)v;
+}
+
+static inline fb_half fb_f32_to_half(float f) {
+    _Float16 v = (_Float16)f;
+    fb_half h;
+    memcpy(&h.bits, &v, sizeof v);
+    return h;
+}
+#else
 /* Exact half -> float.  Shifting exponent+mantissa into float position and scaling by
  * 2^112 re-biases the exponent (15 -> 127) and normalizes half subnormals in one
  * exact multiply; exponent 31 (Inf/NaN) then gets the all-ones float exponent. */
@@ -63,5 +79,6 @@ static inline fb_half fb_f32_to_half(float f) {
     h.bits = (uint16_t)(out | sign);
     return h;
 }
+#endif
 
 #endif
