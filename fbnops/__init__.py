@@ -13,7 +13,11 @@ Quick start::
 """
 
 from . import errors, raw_ops
+from .framework.gradients import gradients, register_gradient
+from .framework.graph import Graph, Operation, Output
 from .framework.registry import available_backends, backend, get_backend, set_backend
+from .framework.scope import EagerContext, Scope
+from .framework.session import Session
 from .framework.threads import get_num_threads, set_num_threads
 
 __version__ = "0.1.0"
@@ -21,6 +25,14 @@ __version__ = "0.1.0"
 __all__ = [
     "raw_ops",
     "errors",
+    "Graph",
+    "Operation",
+    "Output",
+    "Scope",
+    "EagerContext",
+    "Session",
+    "gradients",
+    "register_gradient",
     "available_backends",
     "backend",
     "get_backend",

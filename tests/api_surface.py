@@ -11,7 +11,14 @@ import importlib
 import inspect
 
 # module -> whether to descend into its public classes
-SURFACES = ["fbnops", "fbnops.raw_ops", "fbnops.errors"]
+SURFACES = [
+    "fbnops",
+    "fbnops.raw_ops",
+    "fbnops.errors",
+    "bindings_mirror.java",
+    "bindings_mirror.cc",
+    "bindings_mirror.cc.ops",
+]
 
 
 def _sig(obj) -> str:
@@ -28,7 +35,29 @@ def _public(obj):
     return sorted(names)
 
 
-def dump_object(prefix: str, obj, depth: int = 0) -> list[str]:
+def _class_lines(path: str, cls: type, depth: int) -> list[str]:
+    bases = ", ".join(b.__name__ for b in cls.__bases__)
+    lines = [f"{path}: class({bases}){_sig(cls) if not issubclass(cls, BaseException) else ''}"]
+    if depth >= 3:
+        return lines
+    for attr in sorted(vars(cls)):
+        if attr.startswith("_"):
+            continue
+        value = inspect.getattr_static(cls, attr)
+        if inspect.isclass(value):
+            lines += _class_lines(f"{path}.{attr}", value, depth + 1)
+        elif isinstance(value, (staticmethod, classmethod)):
+            lines.append(f"{path}.{attr}: {type(value).__name__}{_sig(getattr(cls, attr))}")
+        elif callable(value):
+            lines.append(f"{path}.{attr}: method{_sig(value)}")
+        elif isinstance(value, property):
+            lines.append(f"{path}.{attr}: property")
+        else:
+            lines.append(f"{path}.{attr}: attribute")
+    return lines
+
+
+def dump_object(prefix: str, obj) -> list[str]:
     lines = []
     for name in _public(obj):
         member = getattr(obj, name)
@@ -36,21 +65,7 @@ def dump_object(prefix: str, obj, depth: int = 0) -> list[str]:
         if inspect.ismodule(member):
             lines.append(f"{path}: module")
         elif inspect.isclass(member):
-            bases = ", ".join(b.__name__ for b in member.__bases__)
-            lines.append(f"{path}: class({bases}){_sig(member) if not issubclass(member, BaseException) else ''}")
-            if depth < 2:
-                for attr in sorted(vars(member)):
-                    if attr.startswith("_"):
-                        continue
-                    value = inspect.getattr_static(member, attr)
-                    if isinstance(value, (staticmethod, classmethod)):
-                        lines.append(f"{path}.{attr}: {type(value).__name__}{_sig(getattr(member, attr))}")
-                    elif callable(value):
-                        lines.append(f"{path}.{attr}: method{_sig(value)}")
-                    elif isinstance(value, property):
-                        lines.append(f"{path}.{attr}: property")
-                    else:
-                        lines.append(f"{path}.{attr}: attribute")
+            lines += _class_lines(path, member, 0)
         elif callable(member):
             lines.append(f"{path}: function{_sig(member)}")
         else:

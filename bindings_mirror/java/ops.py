@@ -1,0 +1,52 @@
+"""``Ops``: the TF Java facade (``tf = Ops.create(graph); tf.nn.fusedBatchNormGrad(...)``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .framework import Constant, EagerSession, ExecutionEnvironment, Placeholder, Scope
+from .ops_gen import NnOps
+
+_default_eager: list[EagerSession] = []
+
+
+class Ops:
+    """org.tensorflow.op.Ops: scope-carrying facade over the op classes."""
+
+    def __init__(self, scope: Scope):
+        self._scope = scope
+        self.nn = NnOps(scope)
+
+    @staticmethod
+    def create(env: ExecutionEnvironment | None = None) -> Ops:
+        """``Ops.create()`` uses the default eager session; ``Ops.create(graph)`` builds a graph."""
+        if env is None:
+            if not _default_eager:
+                _default_eager.append(EagerSession.create())
+            env = _default_eager[0]
+        return Ops(env.baseScope())
+
+    def scope(self) -> Scope:
+        return self._scope
+
+    def withSubScope(self, childScopeName: str) -> Ops:
+        return Ops(self._scope.withSubScope(childScopeName))
+
+    def withName(self, opName: str) -> Ops:
+        return Ops(self._scope.withName(opName))
+
+    def withDevice(self, device) -> Ops:
+        return Ops(self._scope.withDevice(device))
+
+    def withControlDependencies(self, controls) -> Ops:
+        return Ops(self._scope.withControlDependencies(controls))
+
+    def withKernelLabel(self, label: str) -> Ops:
+        """fbnops: the backend that runs the ops built through the returned facade."""
+        return Ops(self._scope.withKernelLabel(label))
+
+    def constant(self, value: np.ndarray) -> Constant:
+        return Constant.create(self._scope, value)
+
+    def placeholder(self, dtype, *options) -> Placeholder:
+        return Placeholder.create(self._scope, dtype, *options)

@@ -1,0 +1,141 @@
+"""Symbolic gradients: a registry of gradient functions and ``gradients(ys, xs)``.
+
+As in TensorFlow, a gradient function receives the forward op and the gradients
+flowing into its outputs, builds ops in a scope, and returns one gradient per
+input (``None`` for inputs that get none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from .errors import InvalidArgumentError, NotFoundError
+from .graph import Operation, Output
+from .scope import Scope
+
+__all__ = ["register_gradient", "get_gradient_function", "gradients"]
+
+_GRADIENTS: dict[str, Callable] = {}
+
+
+def register_gradient(op_type: str):
+    def deco(fn):
+        _GRADIENTS[op_type] = fn
+        return fn
+
+    return deco
+
+
+def get_gradient_function(op_type: str) -> Callable:
+    try:
+        return _GRADIENTS[op_type]
+    except KeyError:
+        raise NotFoundError(f"No gradient defined for operation of type '{op_type}'") from None
+
+
+def _transpose(scope: Scope, x: Output, perm: list[int]) -> Output:
+    p = scope.constant(np.array(perm, np.int32), name="perm")
+    return scope.add_op("Transpose", [x, p], {}).output(0)
+
+
+@register_gradient("FusedBatchNormV3")
+def _fused_batch_norm_v3_grad(scope: Scope, op: Operation, grads: Sequence[Output | None]):
+    """TensorFlow's ``_BaseFusedBatchNormGrad``: only the gradient of ``y`` is used.
+
+    Training: the forward's reserve spaces.  Inference: its mean and variance inputs,
+    with channels-first data transposed to channels-last around the gradient op (what
+    TensorFlow does, so the exported graph also runs on TensorFlow's CPU kernels).
+    """
+    dy = grads[0]
+    if dy is None:
+        return [None] * 5
+    x, scale = op.inputs[0], op.inputs[1]
+    attrs = {"epsilon": op.attrs["epsilon"], "is_training": op.attrs["is_training"]}
+    fmt = op.attrs["data_format"]
+    if op.attrs["is_training"]:
+        rs = [op.outputs[3], op.outputs[4], op.outputs[5]]
+        g = scope.add_op("FusedBatchNormGradV3", [dy, x, scale, *rs], {**attrs, "data_format": fmt})
+        return [g.output(0), g.output(1), g.output(2), None, None]
+    rs = [op.inputs[3], op.inputs[4], op.outputs[5]]
+    if fmt in ("NCHW", "NCDHW"):
+        to_last = [0, 2, 3, 1] if fmt == "NCHW" else [0, 2, 3, 4, 1]
+        to_first = [0, 3, 1, 2] if fmt == "NCHW" else [0, 4, 1, 2, 3]
+        g = scope.add_op(
+            "FusedBatchNormGradV3",
+            [_transpose(scope, dy, to_last), _transpose(scope, x, to_last), scale, *rs],
+            {**attrs, "data_format": "NHWC" if fmt == "NCHW" else "NDHWC"},
+        )
+        return [_transpose(scope, g.output(0), to_first), g.output(1), g.output(2), None, None]
+    g = scope.add_op("FusedBatchNormGradV3", [dy, x, scale, *rs], {**attrs, "data_format": fmt})
+    return [g.output(0), g.output(1), g.output(2), None, None]
+
+
+@register_gradient("Identity")
+def _identity_grad(scope, op, grads):
+    return [grads[0]]
+
+
+def _add_n(scope: Scope, terms: list[Output]) -> Output:
+    return terms[0] if len(terms) == 1 else scope.add_op("AddN", terms, {}).output(0)
+
+
+def gradients(
+    ys: Sequence[Output] | Output,
+    xs: Sequence[Output] | Output,
+    grad_ys: Sequence[Output | None] | None = None,
+    scope: Scope | None = None,
+) -> list[Output | None]:
+    """Add ops computing d(sum of ys)/d(x) for each x; ``None`` where x does not reach ys."""
+    ys = [ys] if isinstance(ys, Output) else list(ys)
+    xs = [xs] if isinstance(xs, Output) else list(xs)
+    if not ys:
+        raise InvalidArgumentError("gradients() needs at least one y")
+    graph = ys[0].graph
+    for t in [*ys, *xs]:
+        if not isinstance(t, Output) or t.graph is not graph:
+            raise InvalidArgumentError("gradients(): ys and xs must be Outputs of one graph")
+    if scope is None:
+        scope = Scope(graph).sub_scope("gradients")
+
+    # Ops on a path from some x to some y, in topological order.
+    reach_y: set[Operation] = set()
+    stack = [y.op for y in ys]
+    while stack:
+        op = stack.pop()
+        if op not in reach_y:
+            reach_y.add(op)
+            stack.extend(t.op for t in op.inputs)
+    x_ops = {x.op for x in xs}
+    from_x: set[Operation] = set()
+    order = [op for op in graph.operations() if op in reach_y]  # creation order is topological
+    for op in order:
+        if op in x_ops or any(t.op in from_x for t in op.inputs):
+            from_x.add(op)
+    between = [op for op in order if op in from_x]
+
+    pending: dict[Output, list[Output]] = {}
+    grad_ys = list(grad_ys) if grad_ys is not None else [None] * len(ys)
+    if len(grad_ys) != len(ys):
+        raise InvalidArgumentError(f"grad_ys has {len(grad_ys)} entries for {len(ys)} ys")
+    for y, gy in zip(ys, grad_ys, strict=True):
+        if gy is None:
+            gy = scope.add_op("OnesLike", [y], {}).output(0)
+        elif gy.dtype != y.dtype:
+            raise InvalidArgumentError(f"grad_ys for {y.name} must be {y.dtype}, got {gy.dtype}")
+        pending.setdefault(y, []).append(gy)
+
+    for op in reversed(between):
+        out_grads = [pending.get(o) for o in op.outputs]
+        if not any(out_grads):
+            continue
+        summed = [_add_n(scope, g) if g else None for g in out_grads]
+        if op in x_ops and not op.inputs:
+            continue
+        fn = get_gradient_function(op.type)
+        in_grads = fn(scope, op, summed)
+        for t, g in zip(op.inputs, in_grads, strict=True):
+            if g is not None and t.op in from_x:
+                pending.setdefault(t, []).append(g)
+    return [_add_n(scope, pending[x]) if x in pending else None for x in xs]

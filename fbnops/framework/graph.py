@@ -1,0 +1,256 @@
+"""Graphs of operations: ``Graph``, ``Operation``, ``Output`` and the op-definition registry.
+
+An :class:`Operation` is one node: a type, a name, input :class:`Output`s, attrs,
+control inputs, a device string and a kernel label (the fbnops backend that runs
+it).  Its outputs carry a dtype and a static shape inferred when the op is built,
+so a graph-mode error is reported at construction and names the op.
+
+Every op type has an :class:`OpDef` here: the batch-norm ops get theirs from
+their specs (:class:`SpecOpDef`); a few support ops (Placeholder, Const, ...) live
+in :mod:`fbnops.framework.array_ops`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidArgumentError, NotFoundError, OpError
+
+__all__ = ["Graph", "Operation", "Output", "OpDef", "register_op_def", "get_op_def"]
+
+Shape = tuple | None  # None: unknown rank; a dim of None: unknown size
+
+
+def shape_to_str(shape: Shape) -> str:
+    if shape is None:
+        return "<unknown>"
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+class Output:
+    """One output of an operation: ``op:index``, with a dtype and a static shape."""
+
+    __slots__ = ("op", "index")
+
+    def __init__(self, op: Operation, index: int):
+        self.op = op
+        self.index = index
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.op._output_dtypes[self.index]
+
+    @property
+    def shape(self) -> Shape:
+        return self.op._output_shapes[self.index]
+
+    @property
+    def name(self) -> str:
+        return f"{self.op.name}:{self.index}"
+
+    @property
+    def graph(self) -> Graph | None:
+        return self.op.graph
+
+    def value(self) -> np.ndarray:
+        """The computed value of an eagerly executed op."""
+        if self.op._values is None:
+            raise InvalidArgumentError(f"{self.name} belongs to a graph; run it in a session to get a value")
+        return self.op._values[self.index]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Output) and other.op is self.op and other.index == self.index
+
+    def __hash__(self) -> int:
+        return hash((id(self.op), self.index))
+
+    def __repr__(self) -> str:
+        from . import dtypes
+
+        return f"<Output {self.name} {dtypes.tf_name(self.dtype)} {shape_to_str(self.shape)}>"
+
+
+class Operation:
+    """A node of a graph (or an op executed eagerly, whose outputs then hold values)."""
+
+    def __init__(
+        self,
+        graph,
+        name,
+        op_type,
+        inputs,
+        attrs,
+        output_dtypes,
+        output_shapes,
+        control_inputs=(),
+        device="",
+        kernel_label=None,
+    ):
+        self.graph = graph
+        self.name = name
+        self.type = op_type
+        self.inputs: tuple[Output, ...] = tuple(inputs)
+        self.attrs: dict[str, Any] = dict(attrs)
+        self.control_inputs: tuple[Operation, ...] = tuple(control_inputs)
+        self.device = device
+        self.kernel_label = kernel_label
+        self._output_dtypes = tuple(np.dtype(d) for d in output_dtypes)
+        self._output_shapes = tuple(output_shapes)
+        self.outputs: tuple[Output, ...] = tuple(Output(self, i) for i in range(len(output_dtypes)))
+        self._values: tuple[np.ndarray, ...] | None = None
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.outputs)
+
+    def output(self, i: int) -> Output:
+        return self.outputs[i]
+
+    def get_attr(self, name: str) -> Any:
+        return self.attrs[name]
+
+    def __repr__(self) -> str:
+        return f"<Operation '{self.name}' type={self.type}>"
+
+
+class OpDef:
+    """How the framework builds and runs one op type.
+
+    ``attr_kinds`` maps each attr to its GraphDef value kind (``type``, ``f``,
+    ``b``, ``s``, ``i``, ``shape``, ``tensor``); ``variadic`` ops (AddN) take
+    any number of inputs.
+    """
+
+    name: str = ""
+    input_names: tuple[str, ...] = ()
+    output_names: tuple[str, ...] = ()
+    attr_kinds: dict[str, str] = {}
+    variadic: bool = False
+
+    def build(self, inputs: Sequence[Output], attrs: dict[str, Any]):
+        """Return ``(attrs, output_dtypes, output_shapes)`` or raise an OpError."""
+        raise NotImplementedError
+
+    def compute(self, arrays: list[np.ndarray], attrs: dict[str, Any], backend: str | None):
+        raise NotImplementedError
+
+
+_OP_DEFS: dict[str, OpDef] = {}
+
+
+def register_op_def(op_def: OpDef) -> OpDef:
+    _OP_DEFS[op_def.name] = op_def
+    return op_def
+
+
+def get_op_def(op_type: str) -> OpDef:
+    if not _OP_DEFS:
+        from . import array_ops, spec_ops  # noqa: F401  (registers)
+    try:
+        return _OP_DEFS[op_type]
+    except KeyError:
+        raise NotFoundError(f"Op type not registered '{op_type}'") from None
+
+
+_VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
+
+
+def build_operation(
+    graph,
+    name: str,
+    op_type: str,
+    inputs: Sequence[Output],
+    attrs: dict[str, Any],
+    control_inputs: Iterable[Operation] = (),
+    device: str = "",
+    kernel_label: str | None = None,
+) -> Operation:
+    """Validate and create an Operation (not yet added to any graph)."""
+    op_def = get_op_def(op_type)
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Output):
+            raise InvalidArgumentError(
+                f"input #{i} of '{name}' ({op_type}) must be an Output, got {type(t).__name__}", op_type
+            )
+    try:
+        full_attrs, dtypes, shapes = op_def.build(inputs, attrs)
+    except OpError as e:
+        given = ", ".join(shape_to_str(t.shape) for t in inputs)
+        raise type(e)(
+            f"{e.message} for '{{{{node {name}}}}} = {op_type}' with input shapes: {given}", op_type
+        ) from None
+    if kernel_label is not None:
+        from .registry import _check_backend
+
+        _check_backend(kernel_label)
+    return Operation(graph, name, op_type, inputs, full_attrs, dtypes, shapes, control_inputs, device, kernel_label)
+
+
+class Graph:
+    """A dataflow graph: operations by name, in creation order."""
+
+    def __init__(self):
+        self._ops: dict[str, Operation] = {}
+
+    def add_operation(
+        self,
+        name: str,
+        op_type: str,
+        inputs: Sequence[Output],
+        attrs: dict[str, Any],
+        control_inputs: Iterable[Operation] = (),
+        device: str = "",
+        kernel_label: str | None = None,
+    ) -> Operation:
+        if not _VALID_NAME.match(name or ""):
+            raise InvalidArgumentError(f"Node name '{name}' is not valid", op_type)
+        if name in self._ops:
+            raise InvalidArgumentError(f"Duplicate node name in graph: '{name}'", op_type)
+        for t in inputs:
+            if isinstance(t, Output) and t.graph is not self:
+                raise InvalidArgumentError(f"Input {t.name} of '{name}' is from a different graph", op_type)
+        for c in control_inputs:
+            if c.graph is not self:
+                raise InvalidArgumentError(f"Control input '{c.name}' of '{name}' is from a different graph", op_type)
+        op = build_operation(self, name, op_type, inputs, attrs, control_inputs, device, kernel_label)
+        self._ops[name] = op
+        return op
+
+    def operation(self, name: str) -> Operation | None:
+        return self._ops.get(name)
+
+    def get_operation(self, name: str) -> Operation:
+        try:
+            return self._ops[name]
+        except KeyError:
+            raise NotFoundError(f"No operation named '{name}' in the graph") from None
+
+    def get_output(self, name: str) -> Output:
+        """``"op"`` or ``"op:1"`` -> the Output."""
+        op_name, _, index = name.partition(":")
+        return self.get_operation(op_name).output(int(index or 0))
+
+    def operations(self) -> list[Operation]:
+        return list(self._ops.values())
+
+    def has_name(self, name: str) -> bool:
+        return name in self._ops
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    # GraphDef text format (fbnops.framework.graphdef)
+    def to_pbtxt(self, include_kernel_labels: bool = False) -> str:
+        from .graphdef import graph_to_pbtxt
+
+        return graph_to_pbtxt(self, include_kernel_labels)
+
+    @classmethod
+    def from_pbtxt(cls, text: str) -> Graph:
+        from .graphdef import graph_from_pbtxt
+
+        return graph_from_pbtxt(text, cls())
