@@ -7,7 +7,7 @@ import copy
 
 from .framework import AsNodeOut, NodeBuilder, Operation, Output, Scope
 
-__all__ = ["FusedBatchNormGradV3", "FusedBatchNormV3"]
+__all__ = ['FusedBatchNormGradV3', 'FusedBatchNormV3']
 
 
 class FusedBatchNormGradV3:
@@ -50,7 +50,7 @@ class FusedBatchNormGradV3:
 
         def __init__(self):
             self.epsilon_ = 0.0001
-            self.data_format_ = "NHWC"
+            self.data_format_ = 'NHWC'
             self.is_training_ = True
 
         def Epsilon(self, x: float) -> FusedBatchNormGradV3.Attrs:
@@ -80,17 +80,7 @@ class FusedBatchNormGradV3:
             ret.is_training_ = x
             return ret
 
-    def __init__(
-        self,
-        scope: Scope,
-        y_backprop,
-        x,
-        scale,
-        reserve_space_1,
-        reserve_space_2,
-        reserve_space_3,
-        attrs: FusedBatchNormGradV3.Attrs | None = None,
-    ):
+    def __init__(self, scope: Scope, y_backprop, x, scale, reserve_space_1, reserve_space_2, reserve_space_3, attrs: FusedBatchNormGradV3.Attrs | None = None):
         if attrs is None:
             attrs = FusedBatchNormGradV3.Attrs()
         self.operation = Operation()
@@ -121,18 +111,17 @@ class FusedBatchNormGradV3:
             return
         ret: list = []
         unique_name = scope.GetUniqueNameForOp("FusedBatchNormGradV3")
-        builder = (
-            NodeBuilder(unique_name, "FusedBatchNormGradV3")
-            .Input(_y_backprop)
-            .Input(_x)
-            .Input(_scale)
-            .Input(_reserve_space_1)
-            .Input(_reserve_space_2)
-            .Input(_reserve_space_3)
-            .Attr("epsilon", attrs.epsilon_)
-            .Attr("data_format", attrs.data_format_)
-            .Attr("is_training", attrs.is_training_)
-        )
+        builder = (NodeBuilder(unique_name, "FusedBatchNormGradV3")
+                   .Input(_y_backprop)
+                   .Input(_x)
+                   .Input(_scale)
+                   .Input(_reserve_space_1)
+                   .Input(_reserve_space_2)
+                   .Input(_reserve_space_3)
+                   .Attr("epsilon", attrs.epsilon_)
+                   .Attr("data_format", attrs.data_format_)
+                   .Attr("is_training", attrs.is_training_)
+                   )
         scope.UpdateBuilder(builder)
         scope.UpdateStatus(builder.Finalize(scope.graph(), ret))
         if not scope.ok():
@@ -200,7 +189,7 @@ class FusedBatchNormV3:
         def __init__(self):
             self.epsilon_ = 0.0001
             self.exponential_avg_factor_ = 1.0
-            self.data_format_ = "NHWC"
+            self.data_format_ = 'NHWC'
             self.is_training_ = True
 
         def Epsilon(self, x: float) -> FusedBatchNormV3.Attrs:
@@ -269,18 +258,17 @@ class FusedBatchNormV3:
             return
         ret: list = []
         unique_name = scope.GetUniqueNameForOp("FusedBatchNormV3")
-        builder = (
-            NodeBuilder(unique_name, "FusedBatchNormV3")
-            .Input(_x)
-            .Input(_scale)
-            .Input(_offset)
-            .Input(_mean)
-            .Input(_variance)
-            .Attr("epsilon", attrs.epsilon_)
-            .Attr("exponential_avg_factor", attrs.exponential_avg_factor_)
-            .Attr("data_format", attrs.data_format_)
-            .Attr("is_training", attrs.is_training_)
-        )
+        builder = (NodeBuilder(unique_name, "FusedBatchNormV3")
+                   .Input(_x)
+                   .Input(_scale)
+                   .Input(_offset)
+                   .Input(_mean)
+                   .Input(_variance)
+                   .Attr("epsilon", attrs.epsilon_)
+                   .Attr("exponential_avg_factor", attrs.exponential_avg_factor_)
+                   .Attr("data_format", attrs.data_format_)
+                   .Attr("is_training", attrs.is_training_)
+                   )
         scope.UpdateBuilder(builder)
         scope.UpdateStatus(builder.Finalize(scope.graph(), ret))
         if not scope.ok():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .framework import IllegalArgumentException, Operand, Operation, Output, RawOp, Scope
 
-__all__ = ["FusedBatchNormGradV3", "FusedBatchNormV3", "NnOps"]
+__all__ = ['FusedBatchNormGradV3', 'FusedBatchNormV3', 'NnOps']
 
 
 def _as_output(operand, name: str) -> Output:
@@ -45,16 +45,7 @@ class FusedBatchNormGradV3(RawOp):
         outputIdx += 1
 
     @staticmethod
-    def create(
-        scope: Scope,
-        yBackprop: Operand,
-        x: Operand,
-        scale: Operand,
-        reserveSpace1: Operand,
-        reserveSpace2: Operand,
-        reserveSpace3: Operand,
-        *options: FusedBatchNormGradV3.Options,
-    ) -> FusedBatchNormGradV3:
+    def create(scope: Scope, yBackprop: Operand, x: Operand, scale: Operand, reserveSpace1: Operand, reserveSpace2: Operand, reserveSpace3: Operand, *options: FusedBatchNormGradV3.Options) -> FusedBatchNormGradV3:
         """Factory method to create a class wrapping a new FusedBatchNormGradV3 operation.
 
         Args:
@@ -123,23 +114,28 @@ class FusedBatchNormGradV3(RawOp):
         return FusedBatchNormGradV3.Options().isTraining(isTraining)
 
     def xBackprop(self) -> Output:
-        """A 4D Tensor for the gradient with respect to x."""
+        """A 4D Tensor for the gradient with respect to x.
+        """
         return self._xBackprop
 
     def scaleBackprop(self) -> Output:
-        """A 1D Tensor for the gradient with respect to scale."""
+        """A 1D Tensor for the gradient with respect to scale.
+        """
         return self._scaleBackprop
 
     def offsetBackprop(self) -> Output:
-        """A 1D Tensor for the gradient with respect to offset."""
+        """A 1D Tensor for the gradient with respect to offset.
+        """
         return self._offsetBackprop
 
     def reserveSpace4(self) -> Output:
-        """Unused placeholder to match the mean input in FusedBatchNorm."""
+        """Unused placeholder to match the mean input in FusedBatchNorm.
+        """
         return self._reserveSpace4
 
     def reserveSpace5(self) -> Output:
-        """Unused placeholder to match the variance input in FusedBatchNorm."""
+        """Unused placeholder to match the variance input in FusedBatchNorm.
+        """
         return self._reserveSpace5
 
     class Options:
@@ -208,15 +204,7 @@ class FusedBatchNormV3(RawOp):
         outputIdx += 1
 
     @staticmethod
-    def create(
-        scope: Scope,
-        x: Operand,
-        scale: Operand,
-        offset: Operand,
-        mean: Operand,
-        variance: Operand,
-        *options: FusedBatchNormV3.Options,
-    ) -> FusedBatchNormV3:
+    def create(scope: Scope, x: Operand, scale: Operand, offset: Operand, mean: Operand, variance: Operand, *options: FusedBatchNormV3.Options) -> FusedBatchNormV3:
         """Factory method to create a class wrapping a new FusedBatchNormV3 operation.
 
         Args:
@@ -289,27 +277,33 @@ class FusedBatchNormV3(RawOp):
         return FusedBatchNormV3.Options().isTraining(isTraining)
 
     def y(self) -> Output:
-        """A 4D Tensor for output data."""
+        """A 4D Tensor for output data.
+        """
         return self._y
 
     def batchMean(self) -> Output:
-        """A 1D Tensor for the computed batch mean, to be used by TensorFlow to compute the running mean."""
+        """A 1D Tensor for the computed batch mean, to be used by TensorFlow to compute the running mean.
+        """
         return self._batchMean
 
     def batchVariance(self) -> Output:
-        """A 1D Tensor for the computed batch variance, to be used by TensorFlow to compute the running variance."""
+        """A 1D Tensor for the computed batch variance, to be used by TensorFlow to compute the running variance.
+        """
         return self._batchVariance
 
     def reserveSpace1(self) -> Output:
-        """A 1D Tensor for the computed batch mean, to be reused in the gradient computation."""
+        """A 1D Tensor for the computed batch mean, to be reused in the gradient computation.
+        """
         return self._reserveSpace1
 
     def reserveSpace2(self) -> Output:
-        """A 1D Tensor for the computed batch variance (inverted variance in the cuDNN case), to be reused in the gradient computation."""
+        """A 1D Tensor for the computed batch variance (inverted variance in the cuDNN case), to be reused in the gradient computation.
+        """
         return self._reserveSpace2
 
     def reserveSpace3(self) -> Output:
-        """A 1D Tensor for some intermediate results, to be reused in the gradient computation for better efficiency."""
+        """A 1D Tensor for some intermediate results, to be reused in the gradient computation for better efficiency.
+        """
         return self._reserveSpace3
 
     class Options:
@@ -366,13 +360,9 @@ class NnOps:
     def __init__(self, scope: Scope):
         self._scope = scope
 
-    def fusedBatchNormGrad(
-        self, yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3, *options
-    ) -> FusedBatchNormGradV3:
+    def fusedBatchNormGrad(self, yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3, *options) -> FusedBatchNormGradV3:
         """Builds a FusedBatchNormGradV3 operation (``FusedBatchNormGradV3.create``)."""
-        return FusedBatchNormGradV3.create(
-            self._scope, yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3, *options
-        )
+        return FusedBatchNormGradV3.create(self._scope, yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3, *options)
 
     def fusedBatchNorm(self, x, scale, offset, mean, variance, *options) -> FusedBatchNormV3:
         """Builds a FusedBatchNormV3 operation (``FusedBatchNormV3.create``)."""
