@@ -74,10 +74,11 @@ def test_two_python_threads_at_once(parallel_backend):
 
     def worker(k):
         try:
-            for _ in range(5):
-                got = raw.FusedBatchNormGradV3(**cases[k])
-                for a, b in zip(got, expected[k], strict=True):
-                    np.testing.assert_array_equal(a, b)
+            with fbnops.backend(parallel_backend):  # backend blocks are per thread, like TF's device scopes
+                for _ in range(5):
+                    got = raw.FusedBatchNormGradV3(**cases[k])
+                    for a, b in zip(got, expected[k], strict=True):
+                        np.testing.assert_array_equal(a, b)
         except Exception as e:  # reported by the main thread
             errors.append(e)
 

@@ -1,0 +1,445 @@
+"""The Numba backend: ``@njit(parallel=True, cache=True)`` kernels beside the Cython ones.
+
+The same program as the Cython kernels (see ``_cython/_batch_norm_impl.pxi``): the
+canonical ``(outer, C, inner)`` view, reduction passes into float32 lanes flushed
+to float64 partials, per-channel coefficients, one apply pass
+``out = A*b + B*(a - m) + K``, and a work partition that depends on the shape
+only, combined in a fixed order - so results are identical for any thread count.
+
+Numba has no float16/bfloat16 on the CPU: 16-bit data is read as ``uint16`` and
+converted with integer bit manipulation plus a bitcast intrinsic (llvmlite), and
+rounded back to nearest even on store.  ``fastmath`` allows reassociation and
+contraction but not ``nnan``/``ninf``, so NaN and Inf propagate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+from ..framework import dtypes
+from ..framework.registry import register_kernel
+from ..framework.threads import get_num_threads
+
+FASTMATH = {"nsz", "arcp", "contract", "reassoc"}  # no nnan / ninf
+LANES = 512
+BLOCK_ROWS = 128
+ROW_ITEM_ELEMS = 32768
+MAX_ROW_ITEMS = 64
+PLANE_ITEM_BYTES = 4 << 20
+MIN_ITEMS = 16
+SERIAL_BELOW = 1 << 15
+
+F32, F16, BF16 = 0, 1, 2  # storage kinds
+RED_GRAD, RED_SUM, RED_SQ = 0, 1, 2
+APPLY_FULL, APPLY_B, APPLY_A = 0, 1, 2
+
+
+# ---------------------------------------------------------------------------------------
+# 16-bit storage: bit casts and conversions
+# ---------------------------------------------------------------------------------------
+
+
+@intrinsic
+def _f32_from_bits(typingctx, u):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+
+    return types.float32(types.uint32), codegen
+
+
+@intrinsic
+def _bits_from_f32(typingctx, f):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.uint32(types.float32), codegen
+
+
+@njit(inline="always")
+def _half_to_f32(h):
+    em = np.uint32(h & 0x7FFF) << np.uint32(13)
+    u = _bits_from_f32(_f32_from_bits(em) * np.float32(5.192296858534828e33))  # * 2**112
+    if em >= np.uint32(0x7C00 << 13):
+        u |= np.uint32(0x7F800000)
+    u |= np.uint32(h & 0x8000) << np.uint32(16)
+    return _f32_from_bits(u)
+
+
+@njit(inline="always")
+def _f32_to_half(f):
+    u = _bits_from_f32(f)
+    sign = (u >> np.uint32(16)) & np.uint32(0x8000)
+    a = u & np.uint32(0x7FFFFFFF)
+    if a >= np.uint32(0x47800000):
+        out = np.uint32(0x7E00) if a > np.uint32(0x7F800000) else np.uint32(0x7C00)
+    elif a < np.uint32(0x38800000):
+        out = _bits_from_f32(_f32_from_bits(a) + np.float32(0.5)) - np.uint32(0x3F000000)
+    else:
+        out = (a + np.uint32(0xC8000FFF) + ((a >> np.uint32(13)) & np.uint32(1))) >> np.uint32(13)
+    return np.uint16(out | sign)
+
+
+@njit(inline="always")
+def _bf16_to_f32(h):
+    return _f32_from_bits(np.uint32(h) << np.uint32(16))
+
+
+@njit(inline="always")
+def _f32_to_bf16(f):
+    u = _bits_from_f32(f)
+    if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
+        return np.uint16((u >> np.uint32(16)) | np.uint32(0x40))
+    return np.uint16((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
+
+
+@njit(inline="always")
+def _load(a, i, kind):
+    """Element i as float32.  Every storage is integer bits (float32 data as uint32), so
+    all three branches type-check for every array and LLVM drops the dead ones."""
+    if kind == F32:
+        return _f32_from_bits(np.uint32(a[i]))
+    if kind == F16:
+        return _half_to_f32(np.uint32(a[i]))
+    return _bf16_to_f32(np.uint32(a[i]))
+
+
+@njit(inline="always")
+def _store(out, i, v, kind):
+    if kind == F32:
+        out[i] = _bits_from_f32(v)
+    elif kind == F16:
+        out[i] = _f32_to_half(v)
+    else:
+        out[i] = _f32_to_bf16(v)
+
+
+# ---------------------------------------------------------------------------------------
+# Rows of W lanes: reduce into float32 lanes, flush to float64; apply with per-lane tiles
+# ---------------------------------------------------------------------------------------
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _reduce_span(a, b, kind, mode, start, stop, W, m, acc0, acc1, p0, p1, nrows):
+    pos = start
+    while pos < stop:
+        L = min(W, stop - pos)
+        if mode == RED_GRAD:
+            for j in range(L):
+                g = _load(b, pos + j, kind)
+                acc0[j] += g
+                acc1[j] += (_load(a, pos + j, kind) - m[j]) * g
+        elif mode == RED_SUM:
+            for j in range(L):
+                acc0[j] += _load(a, pos + j, kind)
+        else:
+            for j in range(L):
+                d = _load(a, pos + j, kind) - m[j]
+                acc1[j] += d * d
+        pos += W
+        nrows += 1
+        if nrows == BLOCK_ROWS:
+            for j in range(W):
+                p0[j] += acc0[j]
+                p1[j] += acc1[j]
+                acc0[j] = 0
+                acc1[j] = 0
+            nrows = 0
+    return nrows
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _apply_span(a, b, out, kind, amode, start, stop, W, At, Bt, Kt, mt):
+    pos = start
+    while pos < stop:
+        L = min(W, stop - pos)
+        if amode == APPLY_FULL:
+            for j in range(L):
+                _store(
+                    out,
+                    pos + j,
+                    At[j] * _load(b, pos + j, kind) + Bt[j] * (_load(a, pos + j, kind) - mt[j]) + Kt[j],
+                    kind,
+                )
+        elif amode == APPLY_B:
+            for j in range(L):
+                _store(out, pos + j, At[j] * _load(b, pos + j, kind), kind)
+        else:
+            for j in range(L):
+                _store(out, pos + j, Bt[j] * (_load(a, pos + j, kind) - mt[j]) + Kt[j], kind)
+        pos += W
+
+
+@njit(inline="always")
+def _row_bounds(rows, nitems, item, W, total):
+    return (rows * item // nitems) * W, min((rows * (item + 1) // nitems) * W, total)
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _reduce_plane_item(a, b, kind, mode, item, outer, C, inner, W, per_channel, center):
+    c = item // per_channel
+    k = item % per_channel
+    m = np.full(W, center[c], np.float32)
+    acc0 = np.zeros(W, np.float32)
+    acc1 = np.zeros(W, np.float32)
+    p0 = np.zeros(W, np.float64)
+    p1 = np.zeros(W, np.float64)
+    nrows = 0
+    for n in range(outer * k // per_channel, outer * (k + 1) // per_channel):
+        base = (n * C + c) * inner
+        nrows = _reduce_span(a, b, kind, mode, base, base + inner, W, m, acc0, acc1, p0, p1, nrows)
+    s0 = 0.0
+    s1 = 0.0
+    for j in range(W):
+        s0 += p0[j] + acc0[j]
+        s1 += p1[j] + acc1[j]
+    return s0, s1
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _apply_plane_item(a, b, out, kind, amode, item, outer, C, inner, W, per_channel, A, B, K, center):
+    c = item // per_channel
+    k = item % per_channel
+    At = np.full(W, A[c], np.float32)
+    Bt = np.full(W, B[c], np.float32)
+    Kt = np.full(W, K[c], np.float32)
+    mt = np.full(W, center[c], np.float32)
+    for n in range(outer * k // per_channel, outer * (k + 1) // per_channel):
+        base = (n * C + c) * inner
+        _apply_span(a, b, out, kind, amode, base, base + inner, W, At, Bt, Kt, mt)
+
+
+# ---------------------------------------------------------------------------------------
+# Parallel regions (each prange is its own region: a barrier between passes)
+# ---------------------------------------------------------------------------------------
+
+
+@njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _reduce_rows_region(a, b, kind, mode, m_tile, W, rows, nitems, total, part):
+    for item in prange(nitems):
+        e0, e1 = _row_bounds(rows, nitems, item, W, total)
+        acc0 = np.zeros(W, np.float32)
+        acc1 = np.zeros(W, np.float32)
+        p0 = part[item, 0]
+        p1 = part[item, 1]
+        p0[:] = 0
+        p1[:] = 0
+        _reduce_span(a, b, kind, mode, e0, e1, W, m_tile, acc0, acc1, p0, p1, 0)
+        for j in range(W):
+            p0[j] += acc0[j]
+            p1[j] += acc1[j]
+
+
+@njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _apply_rows_region(a, b, out, kind, amode, tiles, W, rows, nitems, total):
+    for item in prange(nitems):
+        e0, e1 = _row_bounds(rows, nitems, item, W, total)
+        _apply_span(a, b, out, kind, amode, e0, e1, W, tiles[0], tiles[1], tiles[2], tiles[3])
+
+
+@njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _reduce_planes_region(a, b, kind, mode, outer, C, inner, W, per_channel, center, part):
+    for item in prange(C * per_channel):
+        s0, s1 = _reduce_plane_item(a, b, kind, mode, item, outer, C, inner, W, per_channel, center)
+        part[item, 0, 0] = s0
+        part[item, 1, 0] = s1
+
+
+@njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _apply_planes_region(a, b, out, kind, amode, outer, C, inner, W, per_channel, A, B, K, center):
+    for item in prange(C * per_channel):
+        _apply_plane_item(a, b, out, kind, amode, item, outer, C, inner, W, per_channel, A, B, K, center)
+
+
+@njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _fused_planes_region(
+    a, b, out, kind, op, outer, C, inner, W, n, eps, scale, offset, var_in, center, res0, res1, A, B, K
+):
+    """Channels-first with one item per channel: reduce, coefficients and apply back to back."""
+    for c in prange(C):
+        if op == 2:  # forward training: mean, then centered squares
+            s0, _ = _reduce_plane_item(a, b, kind, RED_SUM, c, outer, C, inner, W, 1, center)
+            _channel_done(op, 0, c, s0, 0.0, n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
+            _, s1 = _reduce_plane_item(a, b, kind, RED_SQ, c, outer, C, inner, W, 1, center)
+            _channel_done(op, 1, c, 0.0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
+            amode = APPLY_A
+        else:
+            s0, s1 = _reduce_plane_item(a, b, kind, RED_GRAD, c, outer, C, inner, W, 1, center)
+            _channel_done(op, 0, c, s0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
+            amode = APPLY_FULL if op == 0 else APPLY_B
+        _apply_plane_item(a, b, out, kind, amode, c, outer, C, inner, W, 1, A, B, K, center)
+
+
+# ---------------------------------------------------------------------------------------
+# Per-channel math (the same as the Cython channel_done) and the serial combines
+# ---------------------------------------------------------------------------------------
+
+GRAD_TRAIN, GRAD_FROZEN, FWD_TRAIN, FWD_INFER = 0, 1, 2, 3
+
+
+@njit(inline="always")
+def _channel_done(op, pass_index, c, s0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
+    gamma = np.float64(scale[c])
+    if op == FWD_TRAIN and pass_index == 0:
+        res0[c] = np.float32(s0 / n)
+        center[c] = res0[c]
+        return
+    if op == FWD_TRAIN:
+        res1[c] = np.float32(s1 / n)
+        var = np.float64(res1[c])
+    else:
+        var = np.float64(var_in[c])
+    r = 1.0 / np.sqrt(np.float64(np.float32(var) + eps))
+    if op == GRAD_TRAIN or op == GRAD_FROZEN:
+        res0[c] = np.float32(s1 * r)
+        res1[c] = np.float32(s0)
+        A[c] = np.float32(gamma * r)
+        if op == GRAD_TRAIN:
+            B[c] = np.float32(-gamma * r * r * r * s1 / n)
+            K[c] = np.float32(-gamma * r * s0 / n)
+        else:
+            B[c] = 0
+            K[c] = 0
+    else:
+        A[c] = 0
+        B[c] = np.float32(gamma * r)
+        K[c] = offset[c]
+
+
+@njit(cache=True)
+def _finish_pass(
+    op, pass_index, part, cl, fold, C, per_channel, n, eps, scale, offset, var_in, center, res0, res1, A, B, K
+):
+    s0 = np.zeros(C)
+    s1 = np.zeros(C)
+    if cl:
+        for item in range(part.shape[0]):
+            for q in range(fold):
+                for c in range(C):
+                    s0[c] += part[item, 0, q * C + c]
+                    s1[c] += part[item, 1, q * C + c]
+    else:
+        for c in range(C):
+            for item in range(c * per_channel, (c + 1) * per_channel):
+                s0[c] += part[item, 0, 0]
+                s1[c] += part[item, 1, 0]
+    for c in range(C):
+        _channel_done(op, pass_index, c, s0[c], s1[c], n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
+
+
+@njit(cache=True)
+def _tile(W, C, A, B, K, center):
+    tiles = np.empty((4, W), np.float32)
+    for j in range(W):
+        c = j % C
+        tiles[0, j] = A[c]
+        tiles[1, j] = B[c]
+        tiles[2, j] = K[c]
+        tiles[3, j] = center[c]
+    return tiles
+
+
+# ---------------------------------------------------------------------------------------
+# The driver (Python): plan, passes, coefficients, apply
+# ---------------------------------------------------------------------------------------
+
+
+def _plan(outer: int, C: int, inner: int, itemsize: int):
+    """The Cython make_plan, line for line: a function of the shape only."""
+    if inner == 1:
+        fold = 1
+        if C < LANES:
+            fold = 16 // math.gcd(C, 16)
+            while fold * C < LANES and fold < outer:
+                fold *= 2
+        W = C * fold
+        rows = -(-outer // fold)
+        nitems = max(1, min(-(-(outer * C) // ROW_ITEM_ELEMS), MAX_ROW_ITEMS, rows))
+        return True, W, fold, rows, nitems, 0
+    W = min(LANES, -(-inner // 16) * 16)
+    k = -(-(outer * inner * 2 * itemsize) // PLANE_ITEM_BYTES)
+    k = max(k, -(-MIN_ITEMS // C))
+    per_channel = max(1, min(k, outer))
+    return False, W, 1, 0, C * per_channel, per_channel
+
+
+def _storage(x: np.ndarray):
+    if x.dtype == np.float32:
+        return x.reshape(-1).view(np.uint32), F32
+    return x.reshape(-1).view(np.uint16), (F16 if x.dtype == dtypes.float16 else BF16)
+
+
+def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
+    outer, C, inner = x.shape
+    a, kind = _storage(x)
+    b = _storage(dy)[0] if dy is not None else a
+    out_arr = np.empty_like(x)
+    out = _storage(out_arr)[0]
+    nthreads = 1 if x.size < SERIAL_BELOW else min(get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(nthreads)
+    cl, W, fold, rows, nitems, per_channel = _plan(outer, C, inner, x.dtype.itemsize)
+    n = float(outer) * float(inner)
+    eps = np.float32(epsilon)
+    res0 = np.zeros(C, np.float32)
+    res1 = np.zeros(C, np.float32)
+    A, B, K = np.zeros(C, np.float32), np.zeros(C, np.float32), np.zeros(C, np.float32)
+    offset = offset if offset is not None else np.zeros(C, np.float32)
+    variance = variance if variance is not None else np.zeros(C, np.float32)
+    center = (np.zeros(C, np.float32) if op == FWD_TRAIN else mean).copy()
+    passes = {GRAD_TRAIN: (RED_GRAD,), GRAD_FROZEN: (RED_GRAD,), FWD_TRAIN: (RED_SUM, RED_SQ), FWD_INFER: ()}[op]
+    amode = {GRAD_TRAIN: APPLY_FULL, GRAD_FROZEN: APPLY_B}.get(op, APPLY_A)
+    total = outer * C
+    if not cl and per_channel == 1 and passes:
+        _fused_planes_region(
+            a, b, out, kind, op, outer, C, inner, W, n, eps, scale, offset, variance, center, res0, res1, A, B, K
+        )
+        return out_arr, res0, res1
+    for p, mode in enumerate(passes):
+        if cl:
+            part = np.empty((nitems, 2, W))
+            _reduce_rows_region(a, b, kind, mode, _tile(W, C, A, B, K, center)[3], W, rows, nitems, total, part)
+        else:
+            part = np.empty((nitems, 2, 1))  # (3-D like the row partials: one type for _finish_pass)
+            _reduce_planes_region(a, b, kind, mode, outer, C, inner, W, per_channel, center, part)
+        _finish_pass(
+            op, p, part, cl, fold, C, per_channel, n, eps, scale, offset, variance, center, res0, res1, A, B, K
+        )
+    if not passes:
+        _finish_pass(
+            op, 0, np.zeros((0, 2, 1)), False, 1, C, 0, n, eps, scale, offset, variance, center, res0, res1, A, B, K
+        )
+    if cl:
+        _apply_rows_region(a, b, out, kind, amode, _tile(W, C, A, B, K, center), W, rows, nitems, total)
+    else:
+        _apply_planes_region(a, b, out, kind, amode, outer, C, inner, W, per_channel, A, B, K, center)
+    return out_arr, res0, res1
+
+
+@register_kernel("FusedBatchNormGradV3", "numba")
+def batch_norm_grad(x, dy, scale, mean, variance, *, epsilon, is_training):
+    return _run(GRAD_TRAIN if is_training else GRAD_FROZEN, x, dy, scale, None, mean, variance, epsilon)
+
+
+@register_kernel("FusedBatchNormV3", "numba")
+def batch_norm(x, scale, offset, mean, variance, *, epsilon, is_training):
+    if is_training:
+        return _run(FWD_TRAIN, x, None, scale, offset, None, None, epsilon)
+    y, _, _ = _run(FWD_INFER, x, None, scale, offset, mean, variance, epsilon)
+    return y, mean, variance
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) every specialization: both layouts, all dtypes, all modes."""
+    rng = np.random.default_rng(0)
+    for dt in (dtypes.float32, dtypes.float16, dtypes.bfloat16):
+        for shape in ((64, 8, 1), (4, 8, 16), (2, 8, 4)):
+            x = rng.standard_normal(shape).astype(dt)
+            v = np.ones(shape[1], np.float32)
+            for training in (True, False):
+                batch_norm_grad(x, x, v, v, v, epsilon=1e-3, is_training=training)
+                batch_norm(x, v, v, v, v, epsilon=1e-3, is_training=training)

@@ -1,0 +1,94 @@
+"""Backend selection (global, per block, per op) and agreement between backends."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from conftest import X_TOL
+from helpers import grad_inputs
+
+import fbnops
+from fbnops.errors import NotFoundError
+
+
+def test_available_backends_and_default():
+    names = fbnops.available_backends()
+    assert "reference" in names
+    assert fbnops.get_backend() == ("cython" if "cython" in names else "reference")
+
+
+def test_global_and_block_selection():
+    before = fbnops.get_backend()
+    try:
+        fbnops.set_backend("reference")
+        assert fbnops.get_backend() == "reference"
+        with fbnops.backend(before) as name:
+            assert name == before and fbnops.get_backend() == before
+            with fbnops.backend("reference"):
+                assert fbnops.get_backend() == "reference"
+            assert fbnops.get_backend() == before
+        assert fbnops.get_backend() == "reference"
+    finally:
+        fbnops.set_backend(before)
+    with pytest.raises(NotFoundError, match="Unknown backend"):
+        with fbnops.backend("opencl"):
+            pass
+
+
+def test_missing_numba_is_a_clear_error_and_import_still_works():
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["numba"] = None          # as if the extra were not installed
+        import fbnops
+        assert "numba" not in fbnops.available_backends(), fbnops.available_backends()
+        try:
+            fbnops.set_backend("numba")
+        except fbnops.errors.NotFoundError as e:
+            print(e)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "Backend 'numba' is not available" in out and "pip install 'fbnops[numba]'" in out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize(
+    "shape,fmt", [((6, 5, 7, 9), "NHWC"), ((6, 9, 5, 7), "NCHW"), ((40, 30, 30, 3), "NHWC"), ((8, 3, 40, 41), "NCHW")]
+)
+@pytest.mark.parametrize("is_training", [True, False])
+def test_backends_agree(shape, fmt, dtype, is_training):
+    inputs = grad_inputs(shape, fmt, dtype, seed=9)
+    results = {}
+    for name in fbnops.available_backends():
+        with fbnops.backend(name):
+            results[name] = fbnops.raw_ops.FusedBatchNormGradV3(**inputs, data_format=fmt, is_training=is_training)
+    ref = results["reference"]
+    scale = np.max(np.abs(ref.x_backprop.astype(np.float64)))
+    for name, out in results.items():
+        err = np.max(np.abs(out.x_backprop.astype(np.float64) - ref.x_backprop.astype(np.float64))) / scale
+        # two roundings of T at most apart (each backend rounds once from slightly different float32s)
+        assert err <= 2 * X_TOL[dtype] + 1e-6, name
+        np.testing.assert_allclose(out.scale_backprop, ref.scale_backprop, rtol=2e-5, atol=2e-5, err_msg=name)
+        np.testing.assert_allclose(out.offset_backprop, ref.offset_backprop, rtol=2e-5, atol=2e-5, err_msg=name)
+
+
+def test_per_op_kernel_labels_in_every_builder():
+    """The C++ WithKernelLabel, the Java withKernelLabel and the graph API pick the backend per op."""
+    from bindings_mirror import cc, java
+    from fbnops.framework.graph import Graph
+    from fbnops.framework.scope import Scope
+
+    for name in fbnops.available_backends():
+        root = cc.Scope.NewRootScope().WithKernelLabel(name)
+        v = np.ones(2, np.float32)
+        op = cc.ops.FusedBatchNormV3(root, np.ones((2, 2, 2, 2), np.float32), v, v, v, v)
+        assert op.operation.node().kernel_label == name
+        g = java.Graph()
+        s = g.baseScope().withKernelLabel(name)
+        c = java.Constant.create(s, v)
+        jop = java.FusedBatchNormV3.create(s, java.Constant.create(s, np.ones((2, 2, 2, 2), np.float32)), c, c, c, c)
+        assert jop.op()._core.kernel_label == name
+        assert Scope(Graph()).with_kernel_label(name).kernel_label == name
