@@ -1,0 +1,98 @@
+"""N-D batch norm on the kernels: any tensor rank, any set of per-statistic (kept) axes.
+
+DirectML reduces over every axis where the statistics tensors have size 1 (1 to 8
+dimensions); oneDNN over all axes but the channel.  Both reach the same kernels as
+TensorFlow's layouts through one view, ``(outer, C, inner)``:
+
+* kept axes that are adjacent (``[N, C, H, W]`` with stats ``[1, C, 1, 1]``, or
+  ``[N, H, W, C]`` with ``[1, 1, 1, C]``) are a free reshape;
+* kept axes that are not (stats ``[1, C, 1, W]``) are gathered channels-last by one
+  transpose copy, and the result is transposed back.
+
+The kernels see float32 per-channel vectors; here the statistics are flattened to
+``C = prod(kept sizes)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..framework import registry
+
+__all__ = ["NdView", "nd_view", "grad", "forward"]
+
+
+class NdView:
+    """How an N-D tensor with ``kept`` statistic axes maps onto ``(outer, C, inner)``."""
+
+    def __init__(self, shape: Sequence[int], kept: Sequence[int]):
+        self.shape = tuple(int(d) for d in shape)
+        # size-1 axes can be called reduced or kept: drop them so adjacency is easiest
+        kept = sorted(a for a in kept if self.shape[a] != 1)
+        self.channels = math.prod(self.shape[a] for a in kept)
+        if not kept:
+            self.perm = None
+            self.view = (math.prod(self.shape), 1, 1)
+        elif kept == list(range(kept[0], kept[-1] + 1)):
+            self.perm = None
+            self.view = (math.prod(self.shape[: kept[0]]), self.channels, math.prod(self.shape[kept[-1] + 1 :]))
+        else:
+            reduced = [a for a in range(len(self.shape)) if a not in kept]
+            self.perm = tuple(reduced + kept)
+            self.view = (math.prod(self.shape[a] for a in reduced), self.channels, 1)
+
+    def to_view(self, a: np.ndarray) -> np.ndarray:
+        if self.perm is not None:
+            a = np.transpose(a, self.perm)
+        return np.ascontiguousarray(a).reshape(self.view)
+
+    def from_view(self, a: np.ndarray) -> np.ndarray:
+        if self.perm is None:
+            return a.reshape(self.shape)
+        permuted = tuple(self.shape[p] for p in self.perm)
+        return np.ascontiguousarray(np.transpose(a.reshape(permuted), np.argsort(self.perm)))
+
+
+def nd_view(shape: Sequence[int], kept: Sequence[int]) -> NdView:
+    return NdView(shape, kept)
+
+
+def _vec(v) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(v, dtype=np.float32).reshape(-1))
+
+
+def grad(view: NdView, x, dy, scale, mean, variance, *, epsilon: float, is_training: bool, backend: str | None = None):
+    """FusedBatchNormGradV3's kernel on an N-D view; returns ``(dx, dscale, doffset)``."""
+    if math.prod(view.shape) == 0:
+        return np.empty(view.shape, x.dtype), np.zeros(view.channels, np.float32), np.zeros(view.channels, np.float32)
+    kernel = registry.get_kernel("FusedBatchNormGradV3", backend)
+    dx, ds, do = kernel(
+        view.to_view(x),
+        view.to_view(dy),
+        _vec(scale),
+        _vec(mean),
+        _vec(variance),
+        epsilon=float(np.float32(epsilon)),
+        is_training=is_training,
+    )
+    return view.from_view(dx), ds, do
+
+
+def forward(
+    view: NdView, x, scale, offset, mean, variance, *, epsilon: float, is_training: bool, backend: str | None = None
+):
+    """FusedBatchNormV3's kernel on an N-D view; returns ``(y, mean_used, biased_variance_used)``."""
+    kernel = registry.get_kernel("FusedBatchNormV3", backend)
+    y, m, v = kernel(
+        view.to_view(x),
+        _vec(scale),
+        _vec(offset),
+        None if is_training else _vec(mean),
+        None if is_training else _vec(variance),
+        epsilon=float(np.float32(epsilon)),
+        is_training=is_training,
+    )
+    return view.from_view(y), m, v
