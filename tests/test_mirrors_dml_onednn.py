@@ -452,10 +452,10 @@ def test_dml_binding_and_execution_rules():
     dev = dml.DMLCreateDevice()
     compiled = dev.CompileOperator(dev.CreateOperator(_grad_desc()))
     table = dev.CreateBindingTable(dml.DML_BINDING_TABLE_DESC(compiled))
-    buf = lambda n: dml.DML_BINDING_DESC(
-        dml.DML_BINDING_TYPE_BUFFER,  # noqa: E731
-        dml.DML_BUFFER_BINDING(dml.ID3D12Resource(n), 0, n),
-    )
+
+    def buf(n):
+        return dml.DML_BINDING_DESC(dml.DML_BINDING_TYPE_BUFFER, dml.DML_BUFFER_BINDING(dml.ID3D12Resource(n), 0, n))
+
     with pytest.raises(dml.HRESULTError, match="4 bindings for 5 inputs"):
         table.BindInputs([buf(384)] * 4)
     with pytest.raises(dml.HRESULTError, match="ScaleTensor is required"):

@@ -26,7 +26,7 @@ population (biased) variances.  Computation is float32 for FLOAT16 tensors too
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
