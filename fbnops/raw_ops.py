@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import collections
 
+from numpy.typing import ArrayLike
+
 from .ops.batch_norm import execute as _execute
 from .specs import OpSpec, all_specs
 
@@ -43,14 +45,19 @@ def _docstring(spec: OpSpec) -> str:
 def _make(spec: OpSpec):
     """Generate ``def Op(*, inputs..., attrs=defaults..., name=None)`` for one spec."""
     outputs = collections.namedtuple(spec.name, spec.output_names)
-    params = [a.name for a in spec.inputs] + [f"{a.name}={a.default!r}" for a in spec.attrs] + ["name=None"]
+    py_type = {"float": "float", "bool": "bool", "string": "str"}
+    params = (
+        [f"{a.name}: ArrayLike" for a in spec.inputs]
+        + [f"{a.name}: {py_type[a.type]} = {a.default!r}" for a in spec.attrs]
+        + ["name: str | None = None"]
+    )
     inputs = ", ".join(f"{a.name!r}: {a.name}" for a in spec.inputs)
     attrs = ", ".join(f"{a.name!r}: {a.name}" for a in spec.attrs)
     src = (
-        f"def {spec.name}(*, {', '.join(params)}):\n"
+        f"def {spec.name}(*, {', '.join(params)}) -> {spec.name}Output:\n"
         f"    return _Outputs(*_execute({spec.name!r}, {{{inputs}}}, {{{attrs}}}))\n"
     )
-    namespace = {"_Outputs": outputs, "_execute": _execute}
+    namespace = {"_Outputs": outputs, f"{spec.name}Output": outputs, "_execute": _execute, "ArrayLike": ArrayLike}
     exec(compile(src, f"<fbnops.raw_ops.{spec.name}>", "exec"), namespace)
     fn = namespace[spec.name]
     fn.__doc__ = _docstring(spec)

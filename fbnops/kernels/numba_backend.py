@@ -15,16 +15,20 @@ contraction but not ``nnan``/``ninf``, so NaN and Inf propagate.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numba
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from ..framework import dtypes
 from ..framework.registry import register_kernel
 from ..framework.threads import get_num_threads
+
+# Numba's own pedantic SSA check warns about the inlined store overloads; the IR is fine.
+warnings.filterwarnings("ignore", category=numba.core.errors.NumbaIRAssumptionWarning)
 
 FASTMATH = {"nsz", "arcp", "contract", "reassoc"}  # no nnan / ninf
 LANES = 512
@@ -35,7 +39,6 @@ PLANE_ITEM_BYTES = 4 << 20
 MIN_ITEMS = 16
 SERIAL_BELOW = 1 << 15
 
-F32, F16, BF16 = 0, 1, 2  # storage kinds
 RED_GRAD, RED_SUM, RED_SQ = 0, 1, 2
 APPLY_FULL, APPLY_B, APPLY_A = 0, 1, 2
 
@@ -98,25 +101,48 @@ def _f32_to_bf16(f):
     return np.uint16((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
 
 
-@njit(inline="always")
-def _load(a, i, kind):
-    """Element i as float32.  Every storage is integer bits (float32 data as uint32), so
-    all three branches type-check for every array and LLVM drops the dead ones."""
-    if kind == F32:
-        return _f32_from_bits(np.uint32(a[i]))
-    if kind == F16:
-        return _half_to_f32(np.uint32(a[i]))
-    return _bf16_to_f32(np.uint32(a[i]))
+def _load(a, i):
+    """Element i of a storage array as float32 (specialized per dtype at compile time)."""
 
 
-@njit(inline="always")
-def _store(out, i, v, kind):
-    if kind == F32:
-        out[i] = _bits_from_f32(v)
-    elif kind == F16:
-        out[i] = _f32_to_half(v)
-    else:
-        out[i] = _f32_to_bf16(v)
+def _store(out, i, v):
+    """Round v to the storage type of out and store it at i."""
+
+
+# Storage dtypes: float32 as is; float16 bits as uint16; bfloat16 bits as int16 (a distinct
+# type, so the choice is made when Numba types the call - no branch in the loops).
+@overload(_load, inline="always")
+def _load_impl(a, i):
+    if a.dtype == types.float32:
+        return lambda a, i: a[i]
+    if a.dtype == types.uint16:
+        return lambda a, i: _half_to_f32(np.uint32(a[i]))
+    if a.dtype == types.int16:
+        return lambda a, i: _bf16_to_f32(np.uint32(np.uint16(a[i])))
+    return None
+
+
+@overload(_store, inline="always")
+def _store_impl(out, i, v):
+    if out.dtype == types.float32:
+
+        def store_f32(out, i, v):
+            out[i] = v
+
+        return store_f32
+    if out.dtype == types.uint16:
+
+        def store_f16(out, i, v):
+            out[i] = _f32_to_half(v)
+
+        return store_f16
+    if out.dtype == types.int16:
+
+        def store_bf16(out, i, v):
+            out[i] = np.int16(_f32_to_bf16(v))
+
+        return store_bf16
+    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -125,21 +151,23 @@ def _store(out, i, v, kind):
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def _reduce_span(a, b, kind, mode, start, stop, W, m, acc0, acc1, p0, p1, nrows):
+def _reduce_span(a, b, mode, start, stop, W, m, acc0, acc1, p0, p1, nrows):
     pos = start
     while pos < stop:
         L = min(W, stop - pos)
+        ra = a[pos : pos + L]  # row slices: non-negative indices, no wraparound checks in the loop
+        rb = b[pos : pos + L]
         if mode == RED_GRAD:
             for j in range(L):
-                g = _load(b, pos + j, kind)
+                g = _load(rb, j)
                 acc0[j] += g
-                acc1[j] += (_load(a, pos + j, kind) - m[j]) * g
+                acc1[j] += (_load(ra, j) - m[j]) * g
         elif mode == RED_SUM:
             for j in range(L):
-                acc0[j] += _load(a, pos + j, kind)
+                acc0[j] += _load(ra, j)
         else:
             for j in range(L):
-                d = _load(a, pos + j, kind) - m[j]
+                d = _load(ra, j) - m[j]
                 acc1[j] += d * d
         pos += W
         nrows += 1
@@ -154,24 +182,22 @@ def _reduce_span(a, b, kind, mode, start, stop, W, m, acc0, acc1, p0, p1, nrows)
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def _apply_span(a, b, out, kind, amode, start, stop, W, At, Bt, Kt, mt):
+def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt):
     pos = start
     while pos < stop:
         L = min(W, stop - pos)
+        ra = a[pos : pos + L]
+        rb = b[pos : pos + L]
+        ro = out[pos : pos + L]
         if amode == APPLY_FULL:
             for j in range(L):
-                _store(
-                    out,
-                    pos + j,
-                    At[j] * _load(b, pos + j, kind) + Bt[j] * (_load(a, pos + j, kind) - mt[j]) + Kt[j],
-                    kind,
-                )
+                _store(ro, j, At[j] * _load(rb, j) + Bt[j] * (_load(ra, j) - mt[j]) + Kt[j])
         elif amode == APPLY_B:
             for j in range(L):
-                _store(out, pos + j, At[j] * _load(b, pos + j, kind), kind)
+                _store(ro, j, At[j] * _load(rb, j))
         else:
             for j in range(L):
-                _store(out, pos + j, Bt[j] * (_load(a, pos + j, kind) - mt[j]) + Kt[j], kind)
+                _store(ro, j, Bt[j] * (_load(ra, j) - mt[j]) + Kt[j])
         pos += W
 
 
@@ -181,7 +207,7 @@ def _row_bounds(rows, nitems, item, W, total):
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def _reduce_plane_item(a, b, kind, mode, item, outer, C, inner, W, per_channel, center):
+def _reduce_plane_item(a, b, mode, item, outer, C, inner, W, per_channel, center):
     c = item // per_channel
     k = item % per_channel
     m = np.full(W, center[c], np.float32)
@@ -192,7 +218,7 @@ def _reduce_plane_item(a, b, kind, mode, item, outer, C, inner, W, per_channel, 
     nrows = 0
     for n in range(outer * k // per_channel, outer * (k + 1) // per_channel):
         base = (n * C + c) * inner
-        nrows = _reduce_span(a, b, kind, mode, base, base + inner, W, m, acc0, acc1, p0, p1, nrows)
+        nrows = _reduce_span(a, b, mode, base, base + inner, W, m, acc0, acc1, p0, p1, nrows)
     s0 = 0.0
     s1 = 0.0
     for j in range(W):
@@ -202,7 +228,7 @@ def _reduce_plane_item(a, b, kind, mode, item, outer, C, inner, W, per_channel, 
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def _apply_plane_item(a, b, out, kind, amode, item, outer, C, inner, W, per_channel, A, B, K, center):
+def _apply_plane_item(a, b, out, amode, item, outer, C, inner, W, per_channel, A, B, K, center):
     c = item // per_channel
     k = item % per_channel
     At = np.full(W, A[c], np.float32)
@@ -211,7 +237,7 @@ def _apply_plane_item(a, b, out, kind, amode, item, outer, C, inner, W, per_chan
     mt = np.full(W, center[c], np.float32)
     for n in range(outer * k // per_channel, outer * (k + 1) // per_channel):
         base = (n * C + c) * inner
-        _apply_span(a, b, out, kind, amode, base, base + inner, W, At, Bt, Kt, mt)
+        _apply_span(a, b, out, amode, base, base + inner, W, At, Bt, Kt, mt)
 
 
 # ---------------------------------------------------------------------------------------
@@ -220,7 +246,7 @@ def _apply_plane_item(a, b, out, kind, amode, item, outer, C, inner, W, per_chan
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _reduce_rows_region(a, b, kind, mode, m_tile, W, rows, nitems, total, part):
+def _reduce_rows_region(a, b, mode, m_tile, W, rows, nitems, total, part):
     for item in prange(nitems):
         e0, e1 = _row_bounds(rows, nitems, item, W, total)
         acc0 = np.zeros(W, np.float32)
@@ -229,50 +255,48 @@ def _reduce_rows_region(a, b, kind, mode, m_tile, W, rows, nitems, total, part):
         p1 = part[item, 1]
         p0[:] = 0
         p1[:] = 0
-        _reduce_span(a, b, kind, mode, e0, e1, W, m_tile, acc0, acc1, p0, p1, 0)
+        _reduce_span(a, b, mode, e0, e1, W, m_tile, acc0, acc1, p0, p1, 0)
         for j in range(W):
             p0[j] += acc0[j]
             p1[j] += acc1[j]
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _apply_rows_region(a, b, out, kind, amode, tiles, W, rows, nitems, total):
+def _apply_rows_region(a, b, out, amode, tiles, W, rows, nitems, total):
     for item in prange(nitems):
         e0, e1 = _row_bounds(rows, nitems, item, W, total)
-        _apply_span(a, b, out, kind, amode, e0, e1, W, tiles[0], tiles[1], tiles[2], tiles[3])
+        _apply_span(a, b, out, amode, e0, e1, W, tiles[0], tiles[1], tiles[2], tiles[3])
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _reduce_planes_region(a, b, kind, mode, outer, C, inner, W, per_channel, center, part):
+def _reduce_planes_region(a, b, mode, outer, C, inner, W, per_channel, center, part):
     for item in prange(C * per_channel):
-        s0, s1 = _reduce_plane_item(a, b, kind, mode, item, outer, C, inner, W, per_channel, center)
+        s0, s1 = _reduce_plane_item(a, b, mode, item, outer, C, inner, W, per_channel, center)
         part[item, 0, 0] = s0
         part[item, 1, 0] = s1
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _apply_planes_region(a, b, out, kind, amode, outer, C, inner, W, per_channel, A, B, K, center):
+def _apply_planes_region(a, b, out, amode, outer, C, inner, W, per_channel, A, B, K, center):
     for item in prange(C * per_channel):
-        _apply_plane_item(a, b, out, kind, amode, item, outer, C, inner, W, per_channel, A, B, K, center)
+        _apply_plane_item(a, b, out, amode, item, outer, C, inner, W, per_channel, A, B, K, center)
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _fused_planes_region(
-    a, b, out, kind, op, outer, C, inner, W, n, eps, scale, offset, var_in, center, res0, res1, A, B, K
-):
+def _fused_planes_region(a, b, out, op, outer, C, inner, W, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
     """Channels-first with one item per channel: reduce, coefficients and apply back to back."""
     for c in prange(C):
         if op == 2:  # forward training: mean, then centered squares
-            s0, _ = _reduce_plane_item(a, b, kind, RED_SUM, c, outer, C, inner, W, 1, center)
+            s0, _ = _reduce_plane_item(a, b, RED_SUM, c, outer, C, inner, W, 1, center)
             _channel_done(op, 0, c, s0, 0.0, n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
-            _, s1 = _reduce_plane_item(a, b, kind, RED_SQ, c, outer, C, inner, W, 1, center)
+            _, s1 = _reduce_plane_item(a, b, RED_SQ, c, outer, C, inner, W, 1, center)
             _channel_done(op, 1, c, 0.0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
             amode = APPLY_A
         else:
-            s0, s1 = _reduce_plane_item(a, b, kind, RED_GRAD, c, outer, C, inner, W, 1, center)
+            s0, s1 = _reduce_plane_item(a, b, RED_GRAD, c, outer, C, inner, W, 1, center)
             _channel_done(op, 0, c, s0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
             amode = APPLY_FULL if op == 0 else APPLY_B
-        _apply_plane_item(a, b, out, kind, amode, c, outer, C, inner, W, 1, A, B, K, center)
+        _apply_plane_item(a, b, out, amode, c, outer, C, inner, W, 1, A, B, K, center)
 
 
 # ---------------------------------------------------------------------------------------
@@ -368,18 +392,19 @@ def _plan(outer: int, C: int, inner: int, itemsize: int):
     return False, W, 1, 0, C * per_channel, per_channel
 
 
-def _storage(x: np.ndarray):
+def _storage(x: np.ndarray) -> np.ndarray:
+    """Flat storage: float32 as is, float16 bits as uint16, bfloat16 bits as int16."""
     if x.dtype == np.float32:
-        return x.reshape(-1).view(np.uint32), F32
-    return x.reshape(-1).view(np.uint16), (F16 if x.dtype == dtypes.float16 else BF16)
+        return x.reshape(-1)
+    return x.reshape(-1).view(np.uint16 if x.dtype == dtypes.float16 else np.int16)
 
 
 def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
     outer, C, inner = x.shape
-    a, kind = _storage(x)
-    b = _storage(dy)[0] if dy is not None else a
+    a = _storage(x)
+    b = _storage(dy) if dy is not None else a
     out_arr = np.empty_like(x)
-    out = _storage(out_arr)[0]
+    out = _storage(out_arr)
     nthreads = 1 if x.size < SERIAL_BELOW else min(get_num_threads(), numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(nthreads)
     cl, W, fold, rows, nitems, per_channel = _plan(outer, C, inner, x.dtype.itemsize)
@@ -396,16 +421,16 @@ def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
     total = outer * C
     if not cl and per_channel == 1 and passes:
         _fused_planes_region(
-            a, b, out, kind, op, outer, C, inner, W, n, eps, scale, offset, variance, center, res0, res1, A, B, K
+            a, b, out, op, outer, C, inner, W, n, eps, scale, offset, variance, center, res0, res1, A, B, K
         )
         return out_arr, res0, res1
     for p, mode in enumerate(passes):
         if cl:
             part = np.empty((nitems, 2, W))
-            _reduce_rows_region(a, b, kind, mode, _tile(W, C, A, B, K, center)[3], W, rows, nitems, total, part)
+            _reduce_rows_region(a, b, mode, _tile(W, C, A, B, K, center)[3], W, rows, nitems, total, part)
         else:
             part = np.empty((nitems, 2, 1))  # (3-D like the row partials: one type for _finish_pass)
-            _reduce_planes_region(a, b, kind, mode, outer, C, inner, W, per_channel, center, part)
+            _reduce_planes_region(a, b, mode, outer, C, inner, W, per_channel, center, part)
         _finish_pass(
             op, p, part, cl, fold, C, per_channel, n, eps, scale, offset, variance, center, res0, res1, A, B, K
         )
@@ -414,9 +439,9 @@ def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
             op, 0, np.zeros((0, 2, 1)), False, 1, C, 0, n, eps, scale, offset, variance, center, res0, res1, A, B, K
         )
     if cl:
-        _apply_rows_region(a, b, out, kind, amode, _tile(W, C, A, B, K, center), W, rows, nitems, total)
+        _apply_rows_region(a, b, out, amode, _tile(W, C, A, B, K, center), W, rows, nitems, total)
     else:
-        _apply_planes_region(a, b, out, kind, amode, outer, C, inner, W, per_channel, A, B, K, center)
+        _apply_planes_region(a, b, out, amode, outer, C, inner, W, per_channel, A, B, K, center)
     return out_arr, res0, res1
 
 

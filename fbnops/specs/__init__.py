@@ -60,6 +60,9 @@ class Surfaces:
     java_endpoint: str  # tf.nn.<java_endpoint>(...)
     cc_class: str  # tensorflow::ops::<cc_class>
     python: str  # tf.raw_ops.<python>
+    # the same computation in the other APIs: (mode, operator) pairs
+    directml: tuple[tuple[str, str], ...] = ()
+    onednn: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,14 @@ SPEC = OpSpec(
         java_endpoint="fusedBatchNormGrad",
         cc_class="FusedBatchNormGradV3",
         python="FusedBatchNormGradV3",
+        directml=(
+            ("is_training=True", "DML_BATCH_NORMALIZATION_TRAINING_GRAD_OPERATOR_DESC"),
+            ("is_training=False", "DML_BATCH_NORMALIZATION_GRAD_OPERATOR_DESC"),
+        ),
+        onednn=(
+            ("is_training=True", "BatchNormTrainingBackward with diff_gamma and diff_beta (3 outputs)"),
+            ("is_training=False", "no equivalent: the 1-output BatchNormTrainingBackward omits the scale factor"),
+        ),
     ),
     gradient=None,
     seeds=("000", "001", "002"),

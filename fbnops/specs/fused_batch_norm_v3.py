@@ -84,6 +84,14 @@ SPEC = OpSpec(
         java_endpoint="fusedBatchNorm",
         cc_class="FusedBatchNormV3",
         python="FusedBatchNormV3",
+        directml=(
+            ("is_training=True", "DML_BATCH_NORMALIZATION_TRAINING_OPERATOR_DESC"),
+            ("is_training=False", "DML_BATCH_NORMALIZATION_OPERATOR_DESC"),
+        ),
+        onednn=(
+            ("is_training=True", "BatchNormForwardTraining (momentum blending, no Bessel correction)"),
+            ("is_training=False", "BatchNormInference"),
+        ),
     ),
     gradient="FusedBatchNormGradV3",
     seeds=(),

@@ -1,0 +1,143 @@
+"""Pages generated at build time (mkdocs-gen-files): one op reference page per op spec,
+and the performance page's tables from the committed benchmark results."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import mkdocs_gen_files
+
+import fbnops
+from bindings_mirror.generate import camel, pascal
+from fbnops.specs import OpSpec, all_specs
+
+KIND = {
+    "tensor": "4-D or 5-D, laid out by `data_format`",
+    "channels": "`[C]`",
+    "any": "any shape (unused on CPU)",
+    "scalar0": "rank 0",
+    "empty": "`[0]`",
+}
+
+
+def types_of(spec: OpSpec, t: str) -> str:
+    return ", ".join(f"`{x}`" for x in spec.type_attrs[t]) if t in spec.type_attrs else f"`{t}`"
+
+
+def allowed(attr) -> str:
+    return ", ".join(f"`{v}`" for v in attr.allowed) if attr.allowed else "any"
+
+
+def op_page(spec: OpSpec) -> str:
+    s = spec.surfaces
+    ins, outs = spec.input_names, spec.output_names
+    py_sig = f"fbnops.raw_ops.{spec.name}{inspect.signature(getattr(fbnops.raw_ops, spec.name))}"
+    cc_attrs = "".join(f".{pascal(a.name)}(...)" for a in spec.attrs[:2])
+    lines = [
+        f"# {spec.name}",
+        "",
+        f"**{spec.summary}** {spec.description}",
+        "",
+        "*Generated from `fbnops/specs` when the site is built.*",
+        "",
+        "## Signatures in every API",
+        "",
+        '=== "Python (tf.raw_ops)"',
+        "",
+        f"    ```python\n    {py_sig}\n    ```",
+        "",
+        '=== "C++ (tensorflow::ops)"',
+        "",
+        f"    ```python\n    ops.{s.cc_class}(scope, {', '.join(ins)}[, {s.cc_class}.Attrs(){cc_attrs}])\n"
+        f"    # public members: operation, {', '.join(outs)}\n    ```",
+        "",
+        '=== "Java (org.tensorflow.op.nn)"',
+        "",
+        f"    ```python\n    {spec.name}.create(scope, {', '.join(camel(n) for n in ins)}, *options)   "
+        f"# tf.nn.{s.java_endpoint}(...)\n"
+        f"    # options: {', '.join(f'{spec.name}.{camel(a.name)}(...)' for a in spec.attrs)}\n"
+        f"    # accessors: {', '.join(camel(n) + '()' for n in outs)}\n    ```",
+        "",
+        '=== "DirectML"',
+        "",
+        *[f"    - `{mode}`: `{desc}`" for mode, desc in s.directml],
+        "",
+        '=== "oneDNN Graph"',
+        "",
+        *[f"    - `{mode}`: {desc}" for mode, desc in s.onednn],
+        "",
+        "## Inputs",
+        "",
+        "| # | name | type | shape | description |",
+        "|---|---|---|---|---|",
+        *[
+            f"| {i} | `{a.name}` | {types_of(spec, a.type)} | {KIND[a.kind]} | {a.doc} |"
+            for i, a in enumerate(spec.inputs)
+        ],
+        "",
+        "## Attributes",
+        "",
+        "| name | type | default | allowed | description |",
+        "|---|---|---|---|---|",
+        *[f"| `{a.name}` | {a.type} | `{a.default!r}` | {allowed(a)} | {a.doc} |" for a in spec.attrs],
+        "",
+        "## Outputs",
+        "",
+        "| # | name | type | shape | description |",
+        "|---|---|---|---|---|",
+        *[
+            f"| {i} | `{a.name}` | {types_of(spec, a.type)} | {KIND[a.kind]} | {a.doc} |"
+            for i, a in enumerate(spec.outputs)
+        ],
+        "",
+        "## Type constraints",
+        "",
+        *[
+            f"- `{t}` in {{{', '.join(v)}}}; CPU kernels: {{{', '.join(spec.kernel_type_attrs[t])}}}"
+            for t, v in spec.type_attrs.items()
+        ],
+        "",
+    ]
+    if spec.gradient:
+        lines += [
+            "## Gradient",
+            "",
+            f"Registered gradient: [`{spec.gradient}`]({spec.gradient}.md), fed the "
+            "forward's reserve spaces in training and its `mean`/`variance` inputs otherwise.",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+for spec in all_specs():
+    with mkdocs_gen_files.open(f"ops/{spec.name}.md", "w") as f:
+        f.write(op_page(spec))
+
+
+def performance_tables() -> str:
+    path = Path("docs/assets/bench.json")
+    if not path.exists():
+        return "*No benchmark results are committed yet: run* `fbnops bench --json docs/assets/bench.json`.\n"
+    data = json.loads(path.read_text())
+    peers = [p for p in ("torch", "tf", "ref", "numba") if any(f"{p}_ms" in r for r in data["rows"])]
+    head = "| case | fbnops ms | " + " | ".join(f"{p} ms | ratio" for p in peers) + " | GB/s | % of stream |"
+    lines = [head, "|" + "---|" * (4 + 2 * len(peers))]
+    for r in data["rows"]:
+        cells = [f"`{' '.join(r['case'].split())}`", f"{r['fbnops_ms']:.3f}"]
+        for p in peers:
+            cells += [f"{r[f'{p}_ms']:.3f}", f"{r[f'ratio_{p}']:.2f}"] if f"{p}_ms" in r else ["-", "-"]
+        cells += [f"{r['gbs']:.1f}", f"{100 * r['gbs'] / r['stream_gbs']:.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    acc = "\n".join(f"| {name} | {ds:.1e} | {do:.1e} |" for name, (ds, do) in data["accuracy"].items())
+    return "\n".join(lines) + (
+        f"\n\nA `raw_ops` gradient call on a `(2, 4, 4, 8)` tensor: **{data['tiny_us']:.1f} µs** end to end.\n\n"
+        "Accuracy, `x + 1e4`, `N·H·W = 2^20`, relative error against float64:\n\n"
+        "| implementation | scale_backprop | offset_backprop |\n|---|---|---|\n" + acc + "\n"
+    )
+
+
+template = Path("docs/performance.md.in").read_text()
+with mkdocs_gen_files.open("performance.md", "w") as f:
+    f.write(template.replace("{{ tables }}", performance_tables()))
