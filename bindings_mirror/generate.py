@@ -183,7 +183,7 @@ def cc_class(spec: OpSpec) -> str:
         s += f"        self.{a.name} = Output()\n"
     s += "        if not scope.ok():\n            return\n"
     for p in ins:
-        s += f"        _{p} = AsNodeOut(scope, {p})\n        if not scope.ok():\n            return\n"
+        s += f'        _{p} = AsNodeOut(scope, {p}, "{p}")\n        if not scope.ok():\n            return\n'
     s += "        ret: list = []\n"
     s += f'        unique_name = scope.GetUniqueNameForOp("{cls}")\n'
     s += f'        builder = (NodeBuilder(unique_name, "{cls}")\n'

@@ -5,7 +5,15 @@ from .framework.errors import (
     InvalidArgumentError,
     NotFoundError,
     OpError,
+    ResourceExhaustedError,
     UnimplementedError,
 )
 
-__all__ = ["OpError", "InvalidArgumentError", "NotFoundError", "InternalError", "UnimplementedError"]
+__all__ = [
+    "OpError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "InternalError",
+    "UnimplementedError",
+    "ResourceExhaustedError",
+]

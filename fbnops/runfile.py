@@ -141,12 +141,25 @@ def _literal(spec: dict, where: str, base: Path) -> np.ndarray:
             raise RunFileError(f"{where}.{kind}", 'npy takes a path; npz takes {"file": path, "key": name}')
         try:
             data = np.load(base / file, allow_pickle=False)
-            arr = data if kind == "npy" else data[key]
+            if kind == "npz" and key not in data.files and f"{key}__bf16" in data.files:
+                arr = data[f"{key}__bf16"].view(dtypes.bfloat16)  # fbnops' own .npz convention
+            else:
+                arr = data if kind == "npy" else data[key]
         except (OSError, ValueError) as e:
             raise RunFileError(f"{where}.{kind}", f"cannot load {file}: {e}") from None
         except KeyError:
             raise RunFileError(f"{where}.{kind}", f"{file} has no array '{key}'") from None
-        return np.asarray(arr)
+        arr = np.asarray(arr)
+        if arr.dtype.kind == "V" and arr.dtype.itemsize == 2 and spec.get("dtype") == "bfloat16":
+            return arr.view(dtypes.bfloat16)  # .npy has no bfloat16: the bits come back as void
+        if arr.dtype.kind == "V":
+            raise RunFileError(
+                f"{where}.{kind}",
+                f'{file} holds {arr.dtype.itemsize}-byte raw values; for bfloat16 data add "dtype": "bfloat16"',
+            )
+        if "dtype" in spec and arr.dtype != dt:
+            raise RunFileError(f"{where}.dtype", f"{file} holds {arr.dtype}, not {spec['dtype']}")
+        return arr
     raise RunFileError(where, f"unknown input kind {kind!r}; use random/value/zeros/ones/npy/npz")
 
 

@@ -59,7 +59,7 @@ def test_bitwise_identical_for_any_thread_count(
     parallel_backend, restore_threads, shape, data_format, dtype, is_training
 ):
     results = []
-    for n in (1, 2, 3):
+    for n in (1, 2, 3, 4):
         fbnops.set_num_threads(n)
         results.append(_all_outputs(shape, data_format, dtype, is_training))
     for other in results[1:]:

@@ -146,22 +146,31 @@ class Input:
         self.value = value
 
 
-def AsNodeOut(scope: Scope, inp) -> _CoreOutput | None:
-    """The node output an Input refers to; records an error on the scope if there is none."""
+def AsNodeOut(scope: Scope, inp, name: str = "input") -> _CoreOutput | None:
+    """The node output an Input refers to; records an error on the scope if there is none.
+
+    (``name`` is the argument's name, for the message; TF's AsNodeOut has only the Input.)
+    """
     if isinstance(inp, Input):
         inp = inp.value
     if isinstance(getattr(inp, "output", None), Output):  # single-output ops convert to Output
         inp = inp.output
     if isinstance(inp, Output):
         if inp._core is None:
-            scope.UpdateStatus(Status("INVALID_ARGUMENT", "Input is an empty Output (its op was not built)"))
+            scope.UpdateStatus(Status("INVALID_ARGUMENT", f"Input '{name}' is an empty Output (its op was not built)"))
             return None
         return inp._core
     if isinstance(inp, (np.ndarray, np.generic)):
+        was_ok = scope.ok()
         c = Const(scope.NewSubScope("Const"), inp)  # as TF: initializers become Const/Const, Const_1/Const...
+        if was_ok and not scope.ok():  # say which input the failed initializer was for
+            st = scope.status()
+            scope._shared.status = Status(st.code(), f"{st.message()} (input '{name}')")
         return c._core if scope.ok() else None
     scope.UpdateStatus(
-        Status("INVALID_ARGUMENT", f"Input must be an Output or an ndarray initializer, got {type(inp).__name__}")
+        Status(
+            "INVALID_ARGUMENT", f"Input '{name}' must be an Output or an ndarray initializer, got {type(inp).__name__}"
+        )
     )
     return None
 

@@ -91,22 +91,22 @@ class FusedBatchNormGradV3:
         self.reserve_space_5 = Output()
         if not scope.ok():
             return
-        _y_backprop = AsNodeOut(scope, y_backprop)
+        _y_backprop = AsNodeOut(scope, y_backprop, "y_backprop")
         if not scope.ok():
             return
-        _x = AsNodeOut(scope, x)
+        _x = AsNodeOut(scope, x, "x")
         if not scope.ok():
             return
-        _scale = AsNodeOut(scope, scale)
+        _scale = AsNodeOut(scope, scale, "scale")
         if not scope.ok():
             return
-        _reserve_space_1 = AsNodeOut(scope, reserve_space_1)
+        _reserve_space_1 = AsNodeOut(scope, reserve_space_1, "reserve_space_1")
         if not scope.ok():
             return
-        _reserve_space_2 = AsNodeOut(scope, reserve_space_2)
+        _reserve_space_2 = AsNodeOut(scope, reserve_space_2, "reserve_space_2")
         if not scope.ok():
             return
-        _reserve_space_3 = AsNodeOut(scope, reserve_space_3)
+        _reserve_space_3 = AsNodeOut(scope, reserve_space_3, "reserve_space_3")
         if not scope.ok():
             return
         ret: list = []
@@ -241,19 +241,19 @@ class FusedBatchNormV3:
         self.reserve_space_3 = Output()
         if not scope.ok():
             return
-        _x = AsNodeOut(scope, x)
+        _x = AsNodeOut(scope, x, "x")
         if not scope.ok():
             return
-        _scale = AsNodeOut(scope, scale)
+        _scale = AsNodeOut(scope, scale, "scale")
         if not scope.ok():
             return
-        _offset = AsNodeOut(scope, offset)
+        _offset = AsNodeOut(scope, offset, "offset")
         if not scope.ok():
             return
-        _mean = AsNodeOut(scope, mean)
+        _mean = AsNodeOut(scope, mean, "mean")
         if not scope.ok():
             return
-        _variance = AsNodeOut(scope, variance)
+        _variance = AsNodeOut(scope, variance, "variance")
         if not scope.ok():
             return
         ret: list = []

@@ -712,6 +712,14 @@ def _dispatch(compiled: IDMLCompiledOperator, inputs, outputs) -> None:
             "the compiled operator was executed before its IDMLOperatorInitializer was dispatched",
         )
     schema, desc = compiled._op._schema, compiled._op._desc
+    for member in (*schema.inputs, *schema.outputs):
+        td = getattr(desc, member)
+        if td is not None and not canonical.fits_in_memory(math.prod(td.Desc.Sizes) * 4):
+            raise HRESULTError(
+                "E_OUTOFMEMORY",
+                f"{schema.name}.{member}: Sizes {_sizes_str(td.Desc.Sizes)} "
+                f"cannot be computed in this machine's memory",
+            )
     tensors = {}
     for member, b in zip(schema.inputs, inputs, strict=True):
         if b.Type == DML_BINDING_TYPE_NONE:

@@ -357,6 +357,8 @@ class tensor:  # noqa: N801
     def _array(self) -> np.ndarray:
         lt = self._lt
         dims = lt.get_dims()
+        if not canonical.fits_in_memory(math.prod(dims) * self._handle.itemsize):
+            raise error("out_of_memory", f"tensor {lt.get_id()}: dims {dims} do not fit in this machine's memory")
         if math.prod(dims) == 0:
             return np.empty(dims, self._handle.dtype)
         strides = [s * self._handle.itemsize for s in lt.get_strides()]

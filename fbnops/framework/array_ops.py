@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, memory
 from .errors import InvalidArgumentError
 from .graph import OpDef, register_op_def
 
@@ -49,9 +49,15 @@ class Const(OpDef):
     attr_kinds = {"dtype": "type", "value": "tensor"}
 
     def build(self, inputs, attrs):
-        value = np.array(attrs["value"], copy=True)
+        given = np.asarray(attrs["value"])
+        memory.check_fits(given.size * given.dtype.itemsize, f"constant of shape {list(given.shape)}", "Const")
+        value = np.array(given, copy=True)
+        if not value.dtype.isnative:  # same values, native byte order (as raw_ops does for its inputs)
+            value = value.astype(value.dtype.newbyteorder("="))
         value.flags.writeable = False
         dt = np.dtype(attrs.get("dtype", value.dtype))
+        if not dt.isnative:
+            dt = dt.newbyteorder("=")
         if value.dtype != dt:
             raise InvalidArgumentError(f"Const value dtype {value.dtype} does not match dtype {dt}")
         return {"dtype": dt, "value": value}, [dt], [value.shape]

@@ -12,6 +12,7 @@ __all__ = [
     "NotFoundError",
     "InternalError",
     "UnimplementedError",
+    "ResourceExhaustedError",
 ]
 
 
@@ -45,3 +46,9 @@ class InternalError(OpError, RuntimeError):
 
 class UnimplementedError(OpError, NotImplementedError):
     code = "UNIMPLEMENTED"
+
+
+class ResourceExhaustedError(OpError, MemoryError):
+    """An input or output that cannot fit in this machine's memory (TF: "OOM when allocating")."""
+
+    code = "RESOURCE_EXHAUSTED"

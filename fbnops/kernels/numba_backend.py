@@ -3,7 +3,7 @@
 The same program as the Cython kernels (see ``_cython/_batch_norm_impl.pxi``): the
 canonical ``(outer, C, inner)`` view, reduction passes into float32 lanes flushed
 to float64 partials, per-channel coefficients, one apply pass
-``out = A*b + B*(a - m) + K``, and a work partition that depends on the shape
+``out = A*((b + K) + B*(a - m))``, and a work partition that depends on the shape
 only, combined in a fixed order - so results are identical for any thread count.
 
 Numba has no float16/bfloat16 on the CPU: 16-bit data is read as ``uint16`` and
@@ -191,7 +191,7 @@ def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt):
         ro = out[pos : pos + L]
         if amode == APPLY_FULL:
             for j in range(L):
-                _store(ro, j, At[j] * _load(rb, j) + Bt[j] * (_load(ra, j) - mt[j]) + Kt[j])
+                _store(ro, j, At[j] * ((_load(rb, j) + Kt[j]) + Bt[j] * (_load(ra, j) - mt[j])))
         elif amode == APPLY_B:
             for j in range(L):
                 _store(ro, j, At[j] * _load(rb, j))
@@ -323,9 +323,9 @@ def _channel_done(op, pass_index, c, s0, s1, n, eps, scale, offset, var_in, cent
         res0[c] = np.float32(s1 * r)
         res1[c] = np.float32(s0)
         A[c] = np.float32(gamma * r)
-        if op == GRAD_TRAIN:
-            B[c] = np.float32(-gamma * r * r * r * s1 / n)
-            K[c] = np.float32(-gamma * r * s0 / n)
+        if op == GRAD_TRAIN:  # dx = gamma*r * ((dy - s0/n) - (x - mean) * r*r*s1/n), as TF groups it
+            B[c] = np.float32(-r * r * s1 / n)
+            K[c] = np.float32(-s0 / n)
         else:
             B[c] = 0
             K[c] = 0

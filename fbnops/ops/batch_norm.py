@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..framework import registry
+from ..framework import dtypes, memory, registry
 from ..framework.errors import InvalidArgumentError
 from ..specs import OpSpec, get_spec
 from .validation import as_array, check_attrs, check_dtypes, shape_str
@@ -100,6 +100,31 @@ def _check_shapes(spec: OpSpec, arrays: dict[str, np.ndarray], attrs: dict[str, 
             prefix = "When is_training=false, " if not attrs["is_training"] else "When exponential_avg_factor != 1, "
             _check_channel_count(arg.name, arrays[arg.name], channels, op, prefix)
         _check_channel_count(arg.name, arrays[arg.name], channels, op)
+
+
+def _check_memory(spec: OpSpec, arrays: dict[str, np.ndarray]) -> None:
+    """Refuse a call whose copies and outputs cannot fit in memory, before allocating anything.
+
+    A zero-stride (broadcast) view can claim any shape without owning the bytes; the
+    contiguous copy the kernels need and the outputs would need them all.
+    """
+    need, named = 0, []
+    for arg in spec.inputs:
+        a = arrays[arg.name]
+        nbytes = a.size * a.dtype.itemsize
+        if not (a.flags.c_contiguous and a.flags.aligned):
+            need += nbytes  # one contiguous copy
+            named.append(arg.name)
+        if arg.kind == "tensor" and arg.name == "x":
+            need += nbytes  # the output of the same shape
+            named.append("x") if "x" not in named else None
+    x = arrays["x"]
+    memory.check_fits(
+        need,
+        f"tensor with shape{shape_str(x.shape)} and type {dtypes.tf_name(x.dtype)} on CPU (outputs and contiguous "
+        f"copies of inputs {', '.join(repr(n) for n in named)})",
+        spec.name,
+    )
 
 
 def _contiguous(a: np.ndarray) -> np.ndarray:
@@ -200,6 +225,7 @@ def prepare(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]):
         arrays[arg.name] = as_array(inputs[arg.name], arg.name, op_type)
     check_dtypes(spec, arrays)
     _check_shapes(spec, arrays, attrs)
+    _check_memory(spec, arrays)
     return spec, arrays, attrs
 
 

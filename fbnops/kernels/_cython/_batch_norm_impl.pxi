@@ -7,7 +7,7 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport sqrt
-from libc.stdlib cimport calloc, free
+from cpython.mem cimport PyMem_RawCalloc, PyMem_RawFree
 
 from ._fp cimport fb_bf16, fb_f32_to_bf16, fb_f32_to_half, fb_half, load, storage_t, store
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
@@ -47,7 +47,7 @@ cdef enum Reduce:
     RED_SQ = 2    # s1 += (a - m) ** 2
 
 cdef enum Apply:
-    APPLY_FULL = 0  # A*b + B*(a - m) + K   (training gradient)
+    APPLY_FULL = 0  # A*((b + K) + B*(a - m))  (training gradient; gamma*r stays outside, as in TF)
     APPLY_B = 1     # A*b                   (frozen gradient)
     APPLY_A = 2     # B*(a - m) + K         (forward)
 
@@ -154,7 +154,7 @@ cdef inline void apply_rows(Apply mode, const storage_t* a, const storage_t* b, 
     for r in range(nrows):
         if mode == APPLY_FULL:
             for j in range(W):
-                store(out, j, A[j] * load(b, j) + B[j] * (load(a, j) - m[j]) + K[j])
+                store(out, j, A[j] * ((load(b, j) + K[j]) + B[j] * (load(a, j) - m[j])))
         elif mode == APPLY_B:
             for j in range(W):
                 store(out, j, A[j] * load(b, j))
@@ -171,7 +171,7 @@ cdef inline void apply_run(Apply mode, const storage_t* a, const storage_t* b, s
     cdef Py_ssize_t i
     if mode == APPLY_FULL:
         for i in range(L):
-            store(out, i, A * load(b, i) + B * (load(a, i) - m) + K)
+            store(out, i, A * ((load(b, i) + K) + B * (load(a, i) - m)))
     elif mode == APPLY_B:
         for i in range(L):
             store(out, i, A * load(b, i))
@@ -304,9 +304,9 @@ cdef void channel_done(Params* g, int pass_index, Py_ssize_t c, double s0, doubl
         g.res0[c] = <float>(s1 * r)  # scale_backprop = sum(dy * (x - mean)) * r
         g.res1[c] = <float>s0        # offset_backprop = sum(dy)
         g.A[c] = <float>(gamma * r)
-        if g.op == GRAD_TRAIN:
-            g.B[c] = <float>(-gamma * r * r * r * s1 / n)
-            g.K[c] = <float>(-gamma * r * s0 / n)
+        if g.op == GRAD_TRAIN:  # dx = gamma*r * ((dy - s0/n) - (x - mean) * r*r*s1/n), as TF groups it
+            g.B[c] = <float>(-r * r * s1 / n)
+            g.K[c] = <float>(-s0 / n)
         else:
             g.B[c] = 0
             g.K[c] = 0
@@ -533,7 +533,8 @@ cdef _call(Op op, x, dy, scale, offset, mean, variance, float epsilon, int num_t
     # Scratch, one block: float64 partials + totals, then float32 coefficients, lanes, tiles.
     cdef Py_ssize_t nd = (P.nitems * 2 * P.width if P.channels_last else P.nitems * 2) + 2 * C
     cdef Py_ssize_t nf = 3 * C + (P.nitems * 2 * P.width + 4 * P.width if P.channels_last else 0)
-    cdef double* wd = <double*> calloc(nd * sizeof(double) + nf * sizeof(float), 1)
+    # PyMem_Raw*: thread-safe without the GIL, and visible to tracemalloc
+    cdef double* wd = <double*> PyMem_RawCalloc(nd * sizeof(double) + nf * sizeof(float), 1)
     if wd == NULL:
         raise MemoryError(f"fbnops: cannot allocate {nd * 8 + nf * 4} bytes of kernel scratch")
     cdef float* pcoef = <float*> (wd + nd)
@@ -556,7 +557,7 @@ cdef _call(Op op, x, dy, scale, offset, mean, variance, float epsilon, int num_t
             else:
                 run(&P, &g, <const fb_bf16*> px, <const fb_bf16*> pb, <fb_bf16*> po, wf, wd, num_threads)
     finally:
-        free(wd)
+        PyMem_RawFree(wd)
     return out, res0, res1
 
 

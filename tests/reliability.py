@@ -1,0 +1,174 @@
+"""Shared measurements for tests/test_reliability.py and benchmarks/reliability.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+import tracemalloc
+
+import ml_dtypes
+import numpy as np
+
+import fbnops
+
+
+def mixed_calls(n_calls: int = 200, seed: int = 0):
+    """A fixed list of (op, kwargs) over layouts, dtypes and modes, on read-only shared inputs."""
+    rng = np.random.default_rng(seed)
+    shapes = [
+        ((4, 5, 5, 3), "NHWC"),
+        ((2, 6, 7, 7), "NCHW"),
+        ((2, 3, 2, 4, 5), "NDHWC"),
+        ((64, 9, 9, 16), "NHWC"),
+        ((8, 16, 12, 12), "NCHW"),
+    ]
+    dts = [np.float32, np.float16, ml_dtypes.bfloat16]
+    pool = []
+    for shape, fmt in shapes:
+        c = shape[1] if fmt.startswith("NC") else shape[-1]
+        for dt in dts:
+            arrays = {
+                "x": rng.standard_normal(shape).astype(dt),
+                "dy": rng.standard_normal(shape).astype(dt),
+                "s": (rng.random(c) + 0.5).astype(np.float32),
+                "m": (rng.standard_normal(c) * 0.1).astype(np.float32),
+                "v": (rng.random(c) + 0.5).astype(np.float32),
+            }
+            for a in arrays.values():
+                a.flags.writeable = False
+            pool.append((fmt, arrays))
+    calls = []
+    for _ in range(n_calls):
+        fmt, a = pool[int(rng.integers(len(pool)))]
+        training = bool(rng.integers(2))
+        if rng.integers(2):
+            calls.append(
+                (
+                    "FusedBatchNormGradV3",
+                    dict(
+                        y_backprop=a["dy"],
+                        x=a["x"],
+                        scale=a["s"],
+                        reserve_space_1=a["m"],
+                        reserve_space_2=a["v"],
+                        reserve_space_3=np.zeros(0, np.float32),
+                        data_format=fmt,
+                        is_training=training,
+                    ),
+                )
+            )
+        else:
+            calls.append(
+                (
+                    "FusedBatchNormV3",
+                    dict(
+                        x=a["x"],
+                        scale=a["s"],
+                        offset=a["m"],
+                        mean=a["m"],
+                        variance=a["v"],
+                        data_format=fmt,
+                        is_training=training,
+                    ),
+                )
+            )
+    return calls
+
+
+def run_calls(calls, backend: str):
+    with fbnops.backend(backend):
+        return [tuple(np.asarray(o).tobytes() for o in getattr(fbnops.raw_ops, op)(**kw)) for op, kw in calls]
+
+
+def threaded_equals_serial(backend: str, n_threads: int = 8, n_calls: int = 200) -> tuple[bool, int]:
+    """n_threads Python threads, each running the same n_calls mixed calls; all bitwise equal to serial."""
+    calls = mixed_calls(n_calls)
+    serial = run_calls(calls, backend)
+    results: list = [None] * n_threads
+    barrier = threading.Barrier(n_threads)
+
+    def worker(k):
+        barrier.wait()
+        results[k] = run_calls(calls[k % 7 :] + calls[: k % 7], backend)  # different order per thread
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ok = all(results[k] == serial[k % 7 :] + serial[: k % 7] for k in range(n_threads))
+    return ok, n_threads * n_calls
+
+
+def gil_release_speedup(backend: str = "cython", reps: int = 16) -> float:
+    """Serial time / time of the same calls split over two Python threads, one kernel thread each."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((32, 28, 28, 64)).astype(np.float32)
+    v = np.ones(64, np.float32)
+    kw = dict(y_backprop=x, x=x, scale=v, reserve_space_1=v, reserve_space_2=v, reserve_space_3=v[:0])
+    before = fbnops.get_num_threads()
+    fbnops.set_num_threads(1)
+    try:
+        with fbnops.backend(backend):
+            fbnops.raw_ops.FusedBatchNormGradV3(**kw)
+            best_serial, best_threads = float("inf"), float("inf")
+            for _ in range(3):  # interleaved, best of 3
+                t0 = time.perf_counter()
+                for _ in range(reps):
+                    fbnops.raw_ops.FusedBatchNormGradV3(**kw)
+                best_serial = min(best_serial, time.perf_counter() - t0)
+
+                def half():
+                    with fbnops.backend(backend):
+                        for _ in range(reps // 2):
+                            fbnops.raw_ops.FusedBatchNormGradV3(**kw)
+
+                threads = [threading.Thread(target=half) for _ in range(2)]
+                t0 = time.perf_counter()
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                best_threads = min(best_threads, time.perf_counter() - t0)
+    finally:
+        fbnops.set_num_threads(before)
+    return best_serial / best_threads
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def rss_growth(n_calls: int = 10_000, backend: str = "cython") -> int:
+    calls = mixed_calls(50, seed=3)
+    with fbnops.backend(backend):
+        for op, kw in calls * 20:  # warm up allocator pools and caches
+            getattr(fbnops.raw_ops, op)(**kw)
+        start = rss_bytes()
+        for i in range(n_calls):
+            op, kw = calls[i % len(calls)]
+            getattr(fbnops.raw_ops, op)(**kw)
+        return rss_bytes() - start
+
+
+def peak_extra_memory(shape=(32, 28, 28, 64), backend: str = "cython") -> tuple[int, int]:
+    """(tracemalloc peak during one float32 gradient call, bytes of its outputs)."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape).astype(np.float32)
+    dy = rng.standard_normal(shape).astype(np.float32)
+    c = shape[-1]
+    v = np.ones(c, np.float32)
+    with fbnops.backend(backend):
+        fbnops.raw_ops.FusedBatchNormGradV3(
+            y_backprop=dy, x=x, scale=v, reserve_space_1=v, reserve_space_2=v, reserve_space_3=v[:0]
+        )
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        out = fbnops.raw_ops.FusedBatchNormGradV3(
+            y_backprop=dy, x=x, scale=v, reserve_space_1=v, reserve_space_2=v, reserve_space_3=v[:0]
+        )
+        peak = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.stop()
+    return peak, sum(np.asarray(o).nbytes for o in out)

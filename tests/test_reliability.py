@@ -1,0 +1,77 @@
+"""Reliability: NaN/Inf like TensorFlow, concurrency, memory, determinism (issue 8).
+
+The figures these tests assert are printed by ``python benchmarks/reliability.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from reliability import peak_extra_memory, rss_growth, threaded_equals_serial
+
+import fbnops
+
+NAN_INF = Path(__file__).parent / "data" / "tf_nan_inf.npz"
+BACKENDS = fbnops.available_backends()
+
+
+def _nan_inf_cases():
+    data = np.load(NAN_INF)
+    meta = json.loads(bytes(data["__meta__"]).decode())
+    return data, meta
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nan_and_inf_propagate_like_tensorflow(backend):
+    data, meta = _nan_inf_cases()
+    assert len(meta) == 48
+    with fbnops.backend(backend):
+        for i, case in enumerate(meta):
+            g = {k: data[f"{i}/{k}"] for k in ("x", "y_backprop", "scale", "reserve_space_1", "reserve_space_2")}
+            grad = fbnops.raw_ops.FusedBatchNormGradV3(
+                **g,
+                reserve_space_3=np.zeros((), np.float32),
+                epsilon=1e-3,
+                data_format=case["data_format"],
+                is_training=case["is_training"],
+            )
+            fwd = fbnops.raw_ops.FusedBatchNormV3(
+                x=g["x"],
+                scale=g["scale"],
+                offset=g["reserve_space_1"],
+                mean=g["reserve_space_1"],
+                variance=g["reserve_space_2"],
+                epsilon=1e-3,
+                data_format=case["data_format"],
+                is_training=case["is_training"],
+            )
+            got = {**grad._asdict(), **fwd._asdict()}
+            for name in ("x_backprop", "scale_backprop", "offset_backprop", "y", "batch_mean", "batch_variance"):
+                want, have = data[f"{i}/{name}"], got[name]
+                where = f"case {i} {case} output {name}"
+                np.testing.assert_array_equal(np.isnan(have), np.isnan(want), err_msg=where)
+                np.testing.assert_array_equal(np.isposinf(have), np.isposinf(want), err_msg=where)
+                np.testing.assert_array_equal(np.isneginf(have), np.isneginf(want), err_msg=where)
+                finite = np.isfinite(want)
+                np.testing.assert_allclose(have[finite], want[finite], rtol=1e-4, atol=1e-4, err_msg=where)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_eight_threads_mixed_calls_bitwise_equal_serial(backend):
+    ok, n = threaded_equals_serial(backend, n_threads=8, n_calls=200)
+    assert n == 1600 and ok
+
+
+def test_memory_does_not_grow_over_10000_calls():
+    growth = rss_growth(10_000)
+    assert growth < 2 * 1024 * 1024, f"resident memory grew by {growth} bytes"
+
+
+def test_peak_extra_memory_of_a_gradient_call():
+    peak, outputs = peak_extra_memory((32, 28, 28, 64))
+    # outputs + kernel scratch: (items <= 64) x 2 x (lanes >= C) partials, independent of the tensor size
+    scratch_bound = 64 * 2 * max(64, 512) * (8 + 4) + 64 * 1024
+    assert peak <= outputs + scratch_bound, (peak, outputs)
