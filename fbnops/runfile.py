@@ -125,9 +125,12 @@ def _literal(spec: dict, where: str, base: Path) -> np.ndarray:
         return (arr + float(r.get("loc", 0.0))).astype(rdt)
     if kind == "value":
         try:
-            return np.array(spec["value"], dtype=np.float64).astype(dt)
+            arr = np.array(spec["value"])
         except (TypeError, ValueError):
-            raise RunFileError(f"{where}.value", "must be a number or a nested list of numbers") from None
+            arr = np.array(None)
+        if arr.dtype.kind not in "iuf":  # null, strings, booleans, ragged lists: never a silent NaN
+            raise RunFileError(f"{where}.value", f"must be a number or a nested list of numbers, got {spec['value']!r}")
+        return arr.astype(dt)
     if kind in ("zeros", "ones"):
         return (np.zeros if kind == "zeros" else np.ones)(_shape(spec[kind], f"{where}.{kind}"), dt)
     if kind in ("npy", "npz"):

@@ -157,6 +157,8 @@ BAD = [
     (("inputs", "dy", "npy", "missing.npy"), "inputs.dy.npy: cannot load missing.npy"),
     (("inputs", "scale", "dtype", "int8"), "inputs.scale.dtype: dtype must be one of"),
     (("fetch", []), "fetch: must be a non-empty list"),
+    (("inputs", "scale", "value", None), "inputs.scale.value: must be a number or a nested list of numbers"),
+    (("inputs", "scale", "value", [1.0, "a"]), "inputs.scale.value: must be a number"),
     (("extra", 1), "extra: unknown top-level field"),
 ]
 
