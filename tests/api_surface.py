@@ -18,6 +18,8 @@ SURFACES = [
     "bindings_mirror.java",
     "bindings_mirror.cc",
     "bindings_mirror.cc.ops",
+    "bindings_mirror.directml",
+    "bindings_mirror.onednn_graph",
 ]
 
 

@@ -355,6 +355,16 @@ class PartialTensorShape:
         self.dims = None if dims is None else tuple(None if d < 0 else d for d in dims)
 
 
+def _finish_single_output(op, scope: Scope, builder: NodeBuilder) -> None:
+    """The tail of a generated single-output constructor: finalize, then set operation/output."""
+    ret: list = []
+    scope.UpdateBuilder(builder)
+    scope.UpdateStatus(builder.Finalize(scope.graph(), ret))
+    if scope.ok():
+        op.operation = Operation(ret[0])
+        op.output = Output(op.operation, 0)
+
+
 class Placeholder:
     """tensorflow::ops::Placeholder(scope, dtype[, Placeholder::Shape(...)])."""
 
@@ -377,18 +387,12 @@ class Placeholder:
         self.output = Output()
         if not scope.ok():
             return
-        ret: list = []
         builder = (
             NodeBuilder(scope.GetUniqueNameForOp("Placeholder"), "Placeholder")
             .Attr("dtype", np.dtype(dtype))
             .Attr("shape", attrs.shape_.dims)
         )
-        scope.UpdateBuilder(builder)
-        scope.UpdateStatus(builder.Finalize(scope.graph(), ret))
-        if not scope.ok():
-            return
-        self.operation = Operation(ret[0])
-        self.output = Output(self.operation, 0)
+        _finish_single_output(self, scope, builder)
 
 
 class Const:
@@ -400,16 +404,10 @@ class Const:
         if not scope.ok():
             return
         value = np.asarray(value)
-        ret: list = []
         builder = (
             NodeBuilder(scope.GetUniqueNameForOp("Const"), "Const").Attr("value", value).Attr("dtype", value.dtype)
         )
-        scope.UpdateBuilder(builder)
-        scope.UpdateStatus(builder.Finalize(scope.graph(), ret))
-        if not scope.ok():
-            return
-        self.operation = Operation(ret[0])
-        self.output = Output(self.operation, 0)
+        _finish_single_output(self, scope, builder)
 
     @property
     def _core(self):

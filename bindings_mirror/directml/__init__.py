@@ -195,16 +195,8 @@ class DML_BATCH_NORMALIZATION_GRAD_OPERATOR_DESC:
 
 
 @dataclass
-class DML_BATCH_NORMALIZATION_TRAINING_GRAD_OPERATOR_DESC:
-    InputTensor: DML_TENSOR_DESC
-    InputGradientTensor: DML_TENSOR_DESC
-    MeanTensor: DML_TENSOR_DESC
-    VarianceTensor: DML_TENSOR_DESC
-    ScaleTensor: DML_TENSOR_DESC
-    OutputGradientTensor: DML_TENSOR_DESC
-    OutputScaleGradientTensor: DML_TENSOR_DESC
-    OutputBiasGradientTensor: DML_TENSOR_DESC
-    Epsilon: float = 0.0
+class DML_BATCH_NORMALIZATION_TRAINING_GRAD_OPERATOR_DESC(DML_BATCH_NORMALIZATION_GRAD_OPERATOR_DESC):
+    """The same nine members, in the same order, as DML_BATCH_NORMALIZATION_GRAD_OPERATOR_DESC."""
 
 
 @dataclass
@@ -458,7 +450,7 @@ def validate_operator_desc(op_desc: DML_OPERATOR_DESC) -> _OpSchema:
     if schema is None:
         raise HRESULTError("E_NOTIMPL", f"operator type {op_desc.Type} is not provided by this mirror")
     d = op_desc.Desc
-    if not isinstance(d, schema.desc_type):
+    if type(d) is not schema.desc_type:  # exact: a GRAD desc is not a TRAINING_GRAD desc
         raise _invalid(f"DML_OPERATOR_DESC.Desc must be a {schema.name} for this Type")
     bufs = {}
     for member in (*schema.inputs, *schema.outputs):
@@ -823,3 +815,12 @@ def run_operator(
         m: np.array(_tensor_view(getattr(desc, m).Desc, b.Desc, m))
         for m, b in zip(schema.outputs, out_bindings, strict=True)
     }
+
+
+__all__ = sorted(n for n in dir() if n.startswith(("DML", "D3D12", "ID3D12", "IDML"))) + [
+    "HRESULTError",
+    "SCHEMAS",
+    "make_tensor_desc",
+    "run_operator",
+    "validate_operator_desc",
+]

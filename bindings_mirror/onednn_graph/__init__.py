@@ -34,6 +34,20 @@ import numpy as np
 
 from fbnops.ops import canonical
 
+__all__ = [
+    "DNNL_GRAPH_UNKNOWN_DIM",
+    "DNNL_GRAPH_UNKNOWN_NDIMS",
+    "compiled_partition",
+    "engine",
+    "error",
+    "graph",
+    "logical_tensor",
+    "op",
+    "partition",
+    "stream",
+    "tensor",
+]
+
 DNNL_GRAPH_UNKNOWN_NDIMS = -1
 DNNL_GRAPH_UNKNOWN_DIM = -(2**63)
 
