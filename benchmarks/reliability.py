@@ -22,7 +22,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from fuzz_harness import DTYPES, MUTATIONS, SURFACES, Runner, Tally  # noqa: E402
-from reliability import gil_release_speedup, peak_extra_memory, rss_growth, threaded_equals_serial  # noqa: E402
+from reliability import (  # noqa: E402
+    gil_release_speedup,
+    peak_extra_memory,
+    python_progress_during_kernels,
+    rss_growth,
+    threaded_equals_serial,
+)
 
 import fbnops  # noqa: E402
 
@@ -90,10 +96,18 @@ def main(argv=None) -> int:
     for backend in fbnops.available_backends():
         ok, calls = threaded_equals_serial(backend, 8, 200)
         print(f"concurrency [{backend}]: 8 threads x 200 mixed calls ({calls}) bitwise equal to serial: {ok}")
-    print(
-        f"GIL released: 2 Python threads x 1 kernel thread vs serial: speed-up {gil_release_speedup():.2f}x "
-        f"(cython; (32,28,28,64) float32 gradient)"
-    )
+    for backend in [b for b in fbnops.available_backends() if b != "reference"]:
+        kept = python_progress_during_kernels(backend, seconds=1.0)
+        print(
+            f"GIL released [{backend}]: the main thread keeps {100 * kept:.0f}% of its Python speed while "
+            f"another thread runs kernels"
+        )
+        for shape, note in (((8, 16, 16, 64), "cache-resident"), ((32, 28, 28, 64), "memory-bound")):
+            speedup = gil_release_speedup(backend, calls=64 if shape[0] == 8 else 16, shape=shape)
+            print(
+                f"  2 Python threads x 1 kernel thread vs serial, {shape} float32 gradient ({note}): "
+                f"throughput x{speedup:.2f}"
+            )
     print(f"memory: resident growth over 10,000 calls: {rss_growth(10_000) / 1024:.0f} KiB")
     peak, outputs = peak_extra_memory((32, 28, 28, 64))
     print(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from reliability import peak_extra_memory, rss_growth, threaded_equals_serial
+from reliability import peak_extra_memory, python_progress_during_kernels, rss_growth, threaded_equals_serial
 
 import fbnops
 
@@ -75,3 +75,9 @@ def test_peak_extra_memory_of_a_gradient_call():
     # outputs + kernel scratch: (items <= 64) x 2 x (lanes >= C) partials, independent of the tensor size
     scratch_bound = 64 * 2 * max(64, 512) * (8 + 4) + 64 * 1024
     assert peak <= outputs + scratch_bound, (peak, outputs)
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "reference"])
+def test_kernels_release_the_gil(backend):
+    """While one thread runs kernels, another keeps most of its Python throughput (~0 if the GIL were held)."""
+    assert python_progress_during_kernels(backend) > 0.5

@@ -15,7 +15,7 @@ from .errors import ResourceExhaustedError
 
 __all__ = ["check_fits", "fits", "available_bytes"]
 
-_CHECK_ABOVE = 256 << 20  # smaller needs cannot exhaust memory: skip reading /proc/meminfo
+SMALL = 256 << 20  # smaller needs cannot exhaust memory: skip reading /proc/meminfo
 
 
 def _physical() -> int:
@@ -40,7 +40,7 @@ def available_bytes() -> int:
 
 
 def fits(nbytes: int) -> bool:
-    return nbytes <= _CHECK_ABOVE or nbytes <= available_bytes() // 2
+    return nbytes <= SMALL or nbytes <= available_bytes() // 2
 
 
 def check_fits(nbytes: int, what: str, op: str | None = None) -> None:
