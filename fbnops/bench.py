@@ -141,6 +141,21 @@ def torch_call(case: Case):
     return lambda: torch.ops.aten.native_batch_norm(x, w, b, None, None, True, 0.1, EPS)
 
 
+def _tf_grad(tf, dy, x, scale, mean, var, data_format: str):
+    """TensorFlow's training gradient, as every TF measurement here calls it."""
+    return tf.raw_ops.FusedBatchNormGradV3(
+        y_backprop=dy,
+        x=x,
+        scale=scale,
+        reserve_space_1=mean,
+        reserve_space_2=var,
+        reserve_space_3=tf.constant(0.0),
+        epsilon=EPS,
+        data_format=data_format,
+        is_training=True,
+    )
+
+
 def tf_call(case: Case):
     import tensorflow as tf
 
@@ -154,18 +169,7 @@ def tf_call(case: Case):
     if case.op == "grad":
 
         def run():
-            out = tf.raw_ops.FusedBatchNormGradV3(
-                y_backprop=dy,
-                x=x,
-                scale=scale,
-                reserve_space_1=mean,
-                reserve_space_2=var,
-                reserve_space_3=tf.constant(0.0),
-                epsilon=EPS,
-                data_format=case.layout,
-                is_training=True,
-            )
-            return out[0].numpy()  # the result as host memory, as fbnops returns it
+            return _tf_grad(tf, dy, x, scale, mean, var, case.layout)[0].numpy()  # host memory, like fbnops
     else:
 
         def run():
@@ -287,17 +291,7 @@ def accuracy(peers: dict) -> dict:
     if "tf" in peers:
         import tensorflow as tf
 
-        t = tf.raw_ops.FusedBatchNormGradV3(
-            y_backprop=dy,
-            x=x,
-            scale=scale,
-            reserve_space_1=mean,
-            reserve_space_2=var,
-            reserve_space_3=tf.constant(0.0),
-            epsilon=EPS,
-            data_format="NHWC",
-            is_training=True,
-        )
+        t = _tf_grad(tf, dy, x, scale, mean, var, "NHWC")
         result["tf"] = (rel(t[1].numpy(), ds64), rel(t[2].numpy(), do64))
     if "torch" in peers:
         import torch

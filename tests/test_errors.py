@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from helpers import grad_inputs
+from helpers import PUBLISHED_CRASH_INPUTS, grad_inputs
 
 import fbnops
 from fbnops.errors import InvalidArgumentError, NotFoundError
@@ -77,13 +77,6 @@ GRAD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("override,attrs,message", GRAD_CASES)
-def test_gradient_rejects(override, attrs, message):
-    inputs = {**grad_inputs((2, 3, 3, 4)), **override}
-    with pytest.raises(InvalidArgumentError, match=re.escape(message)):
-        raw.FusedBatchNormGradV3(**inputs, **attrs)
-
-
 FWD_CASES = [
     ({"x": np.ones((2, 2, 2), F)}, {}, "input must be 4 or 5-dimensional[2,2,2]"),
     ({"offset": np.ones((4, 4), F)}, {}, "offset must be 1-dimensional[4,4]"),
@@ -105,10 +98,14 @@ FWD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("override,attrs,message", FWD_CASES)
-def test_forward_rejects(override, attrs, message):
+CASES = [("FusedBatchNormGradV3", *c) for c in GRAD_CASES] + [("FusedBatchNormV3", *c) for c in FWD_CASES]
+
+
+@pytest.mark.parametrize("op_type,override,attrs,message", CASES)
+def test_rejects_with_tensorflows_message(op_type, override, attrs, message):
+    base = grad_inputs((2, 3, 3, 4)) if op_type == "FusedBatchNormGradV3" else fwd_inputs()
     with pytest.raises(InvalidArgumentError, match=re.escape(message)):
-        raw.FusedBatchNormV3(**{**fwd_inputs(), **override}, **attrs)
+        getattr(raw, op_type)(**{**base, **override}, **attrs)
 
 
 def test_forward_bfloat16_statistics_have_no_cpu_kernel():
@@ -119,49 +116,12 @@ def test_forward_bfloat16_statistics_have_no_cpu_kernel():
         raw.FusedBatchNormV3(**inputs)
 
 
-def test_cve_2021_41223_grad_oob_inputs():
-    """GHSA-f54p-f6jp-4rhr PoC: mismatched y_backprop/x and short reserve spaces."""
-    with pytest.raises(InvalidArgumentError, match="x and y_backprop must have same shape"):
-        raw.FusedBatchNormGradV3(
-            y_backprop=np.ones((1, 1, 3, 3), F),
-            x=np.ones((1, 1, 1, 2), F),
-            scale=np.ones(2, F),
-            reserve_space_1=np.ones(2, F),
-            reserve_space_2=np.ones(3, F),
-            reserve_space_3=np.ones(1, F),
-            data_format="NCHW",
-            is_training=True,
-        )
-    # Same shapes but rs2 one element too long: the check TF added for this CVE.
-    with pytest.raises(InvalidArgumentError, match="reserve_space_2 must have the same number of elements"):
-        raw.FusedBatchNormGradV3(
-            y_backprop=np.ones((1, 1, 1, 2), F),
-            x=np.ones((1, 1, 1, 2), F),
-            scale=np.ones(1, F),
-            reserve_space_1=np.ones(1, F),
-            reserve_space_2=np.ones(3, F),
-            reserve_space_3=np.ones(1, F),
-            data_format="NCHW",
-            is_training=True,
-        )
-
-
-@pytest.mark.parametrize("short", ["scale", "offset", "mean", "variance"])
-def test_cve_2021_29583_forward_unvalidated_sizes(short):
-    """GHSA-9xh4-23q4-v6wr: scale/offset/mean/variance shorter than C (mean/var in inference)."""
-    inputs = fwd_inputs()
-    inputs[short] = np.ones(1, F)
-    with pytest.raises(InvalidArgumentError, match=f"{short} must have the same number of elements"):
-        raw.FusedBatchNormV3(**inputs, is_training=False)
-
-
-@pytest.mark.parametrize("empty", ["scale", "reserve_space_1", "reserve_space_2"])
-def test_fuzzer_crash_inputs_empty_vectors(empty):
-    """TF 2.4 segfaults (#59001, #58999, #59014): empty scale / reserve spaces."""
-    inputs = grad_inputs((2, 3, 3, 4))
-    inputs[empty] = np.zeros(0, F)
-    with pytest.raises(InvalidArgumentError, match="must have the same number of elements"):
-        raw.FusedBatchNormGradV3(**inputs)
+@pytest.mark.parametrize("name", list(PUBLISHED_CRASH_INPUTS))
+def test_published_crash_inputs_raise_tensorflows_message(name):
+    """CVE-2021-41223, CVE-2021-29583 and the TF 2.4 fuzzer segfaults (tf_semantics.md 7.1)."""
+    op_type, _, inputs, attrs, message = PUBLISHED_CRASH_INPUTS[name]
+    with pytest.raises(InvalidArgumentError, match=re.escape(message)):
+        getattr(raw, op_type)(**inputs, **attrs)
 
 
 def test_unknown_and_missing_arguments():

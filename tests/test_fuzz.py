@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 from fuzz_harness import DTYPES, MUTATIONS, SURFACES, Runner, Tally
+from helpers import PUBLISHED_CRASH_INPUTS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -89,81 +89,13 @@ def test_runner_survives_a_segfault():
         r.close()
 
 
-# The published TensorFlow crash inputs (tf_semantics.md 7.1) through every TF-shaped surface.
-F = np.float32
-CVE_INPUTS = {
-    "CVE-2021-41223 (mismatched y_backprop/x)": (
-        "FusedBatchNormGradV3",
-        "x",
-        dict(
-            y_backprop=np.ones((1, 1, 3, 3), F),
-            x=np.ones((1, 1, 1, 2), F),
-            scale=np.ones(2, F),
-            reserve_space_1=np.ones(2, F),
-            reserve_space_2=np.ones(3, F),
-            reserve_space_3=np.ones(1, F),
-        ),
-        dict(data_format="NCHW", is_training=True, epsilon=1e-4),
-    ),
-    "CVE-2021-41223 (short reserve_space_2)": (
-        "FusedBatchNormGradV3",
-        "reserve_space_2",
-        dict(
-            y_backprop=np.ones((1, 1, 1, 2), F),
-            x=np.ones((1, 1, 1, 2), F),
-            scale=np.ones(1, F),
-            reserve_space_1=np.ones(1, F),
-            reserve_space_2=np.ones(3, F),
-            reserve_space_3=np.ones(1, F),
-        ),
-        dict(data_format="NCHW", is_training=True, epsilon=1e-4),
-    ),
-    "CVE-2021-29583 (short scale)": (
-        "FusedBatchNormV3",
-        "scale",
-        dict(
-            x=np.ones((2, 3, 3, 4), F),
-            scale=np.ones(1, F),
-            offset=np.ones(4, F),
-            mean=np.ones(4, F),
-            variance=np.ones(4, F),
-        ),
-        dict(data_format="NHWC", is_training=False, epsilon=1e-4),
-    ),
-    "CVE-2021-29583 (short variance, inference)": (
-        "FusedBatchNormV3",
-        "variance",
-        dict(
-            x=np.ones((2, 3, 3, 4), F),
-            scale=np.ones(4, F),
-            offset=np.ones(4, F),
-            mean=np.ones(4, F),
-            variance=np.ones(2, F),
-        ),
-        dict(data_format="NHWC", is_training=False, epsilon=1e-4),
-    ),
-    "fuzzer #59001 (empty scale)": (
-        "FusedBatchNormGradV3",
-        "scale",
-        dict(
-            y_backprop=np.ones((2, 2, 2, 2), F),
-            x=np.ones((2, 2, 2, 2), F),
-            scale=np.zeros(0, F),
-            reserve_space_1=np.ones(2, F),
-            reserve_space_2=np.ones(2, F),
-            reserve_space_3=np.ones(1, F),
-        ),
-        dict(data_format="NHWC", is_training=True, epsilon=1e-4),
-    ),
-}
-
-
+# The published TensorFlow crash inputs (tests/helpers.py) through every TF-shaped surface.
 @pytest.mark.parametrize("surface", ["raw", "graph", "java", "cc", "runfile"])
-@pytest.mark.parametrize("name", list(CVE_INPUTS))
+@pytest.mark.parametrize("name", list(PUBLISHED_CRASH_INPUTS))
 def test_published_crash_inputs_are_rejected_on_every_surface(surface, name):
     import fuzz_harness as fh
 
-    op_type, arg, inputs, attrs = CVE_INPUTS[name]
+    op_type, arg, inputs, attrs, _ = PUBLISHED_CRASH_INPUTS[name]
     built = fh.Built({k: v.copy() for k, v in inputs.items()}, dict(attrs), "reject", arg)
     run = {
         "raw": lambda: getattr(__import__("fbnops").raw_ops, op_type)(**built.inputs, **built.attrs),

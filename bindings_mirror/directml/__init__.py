@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from fbnops.framework import memory
 from fbnops.ops import canonical
 
 # ----------------------------------------------------------------------------- enums / constants
@@ -706,7 +707,7 @@ def _dispatch(compiled: IDMLCompiledOperator, inputs, outputs) -> None:
     schema, desc = compiled._op._schema, compiled._op._desc
     for member in (*schema.inputs, *schema.outputs):
         td = getattr(desc, member)
-        if td is not None and not canonical.fits_in_memory(math.prod(td.Desc.Sizes) * 4):
+        if td is not None and not memory.fits(math.prod(td.Desc.Sizes) * 4):
             raise HRESULTError(
                 "E_OUTOFMEMORY",
                 f"{schema.name}.{member}: Sizes {_sizes_str(td.Desc.Sizes)} "

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from fbnops.framework import memory
 from fbnops.ops import canonical
 
 __all__ = [
@@ -371,7 +372,7 @@ class tensor:  # noqa: N801
     def _array(self) -> np.ndarray:
         lt = self._lt
         dims = lt.get_dims()
-        if not canonical.fits_in_memory(math.prod(dims) * self._handle.itemsize):
+        if not memory.fits(math.prod(dims) * self._handle.itemsize):
             raise error("out_of_memory", f"tensor {lt.get_id()}: dims {dims} do not fit in this machine's memory")
         if math.prod(dims) == 0:
             return np.empty(dims, self._handle.dtype)

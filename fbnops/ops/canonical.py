@@ -22,14 +22,7 @@ import numpy as np
 
 from ..framework import registry
 
-__all__ = ["NdView", "nd_view", "grad", "forward", "fits_in_memory"]
-
-
-def fits_in_memory(nbytes: int) -> bool:
-    """Whether a tensor of ``nbytes`` can be materialized here now (fbnops.framework.memory)."""
-    from ..framework import memory
-
-    return memory.fits(nbytes)
+__all__ = ["NdView", "nd_view", "grad", "forward"]
 
 
 class NdView:
