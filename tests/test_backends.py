@@ -56,7 +56,17 @@ def test_missing_numba_is_a_clear_error_and_import_still_works():
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize(
-    "shape,fmt", [((6, 5, 7, 9), "NHWC"), ((6, 9, 5, 7), "NCHW"), ((40, 30, 30, 3), "NHWC"), ((8, 3, 40, 41), "NCHW")]
+    "shape,fmt",
+    [
+        ((6, 5, 7, 9), "NHWC"),
+        ((6, 9, 5, 7), "NCHW"),
+        ((40, 30, 30, 3), "NHWC"),
+        ((8, 3, 40, 41), "NCHW"),
+        # small planes grouped in channel blocks: batch-split items with a short last block,
+        # and one fused item per block
+        ((24, 37, 7, 7), "NCHW"),
+        ((2, 512, 7, 7), "NCHW"),
+    ],
 )
 @pytest.mark.parametrize("is_training", [True, False])
 def test_backends_agree(shape, fmt, dtype, is_training):

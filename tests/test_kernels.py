@@ -21,6 +21,8 @@ SHAPES = [
     ((3, 70, 33, 5), "NHWC"),
     ((2, 4, 3, 40, 50), "NCDHW"),
     ((64, 3, 3, 301), "NHWC"),
+    ((24, 37, 7, 7), "NCHW"),  # channel blocks of small planes, split over the batch
+    ((2, 512, 7, 7), "NCHW"),  # one fused item per channel block
 ]
 
 
@@ -161,6 +163,9 @@ class TestConversions:
         assert not b["channels_last"] and b["per_channel"] * 3 >= 16
         small_c = cython.plan(1000, 3, 1)
         assert small_c["width"] % 16 == 0 and small_c["width"] >= 64  # folded rows
+        small_planes = cython.plan(24, 37, 49)
+        assert (small_planes["block"], small_planes["run"], small_planes["width"]) == (11, 49, 539)
+        assert small_planes["nitems"] == 4 * small_planes["per_channel"]  # 4 blocks, the last of 4 channels
 
     def test_kernel_entry_rejects_bad_buffers(self):
         x = np.ones((4, 3, 5), np.float32)

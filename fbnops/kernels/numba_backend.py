@@ -41,6 +41,8 @@ SERIAL_BELOW = 1 << 15
 
 RED_GRAD, RED_SUM, RED_SQ = 0, 1, 2
 APPLY_FULL, APPLY_B, APPLY_A = 0, 1, 2
+GRAD_TRAIN, GRAD_FROZEN, FWD_TRAIN, FWD_INFER = 0, 1, 2, 3
+MAX_CHUNKS = 64  # channels-first: chunks of items per region (each allocates its scratch once)
 
 
 # ---------------------------------------------------------------------------------------
@@ -201,43 +203,82 @@ def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt):
         pos += W
 
 
+@njit(inline="always", fastmath=FASTMATH)
+def _apply_run(a, b, out, amode, start, L, A, B, K, m):
+    ra = a[start : start + L]
+    rb = b[start : start + L]
+    ro = out[start : start + L]
+    if amode == APPLY_FULL:
+        for j in range(L):
+            _store(ro, j, A * ((_load(rb, j) + K) + B * (_load(ra, j) - m)))
+    elif amode == APPLY_B:
+        for j in range(L):
+            _store(ro, j, A * _load(rb, j))
+    else:
+        for j in range(L):
+            _store(ro, j, B * (_load(ra, j) - m) + K)
+
+
 @njit(inline="always")
 def _row_bounds(rows, nitems, item, W, total):
     return (rows * item // nitems) * W, min((rows * (item + 1) // nitems) * W, total)
 
 
-@njit(inline="always", fastmath=FASTMATH)
-def _reduce_plane_item(a, b, mode, item, outer, C, inner, W, per_channel, center):
-    c = item // per_channel
+@njit(inline="always")
+def _block_bounds(item, outer, C, block, per_channel):
+    """Channels [c0, c0 + nch) and batch range [n0, n1) of a channels-first item."""
+    blk = item // per_channel
     k = item % per_channel
-    m = np.full(W, center[c], np.float32)
-    acc0 = np.zeros(W, np.float32)
-    acc1 = np.zeros(W, np.float32)
-    p0 = np.zeros(W, np.float64)
-    p1 = np.zeros(W, np.float64)
+    c0 = blk * block
+    return c0, min(block, C - c0), outer * k // per_channel, outer * (k + 1) // per_channel
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _reduce_plane_item(
+    a, b, mode, item, outer, C, inner, W, R, block, per_channel, center, m, acc0, acc1, p0, p1, sums
+):
+    """Totals of one (channel block, batch range) item into sums[:, :nch] (lane j: channel c0 + j // R)."""
+    c0, nch, n0, n1 = _block_bounds(item, outer, C, block, per_channel)
+    for c in range(nch):
+        for j in range(c * R, (c + 1) * R):
+            m[j] = center[c0 + c]
+    acc0[:] = 0
+    acc1[:] = 0
+    p0[:] = 0
+    p1[:] = 0
     nrows = 0
-    for n in range(outer * k // per_channel, outer * (k + 1) // per_channel):
-        base = (n * C + c) * inner
-        nrows = _reduce_span(a, b, mode, base, base + inner, W, m, acc0, acc1, p0, p1, nrows)
-    s0 = 0.0
-    s1 = 0.0
-    for j in range(W):
-        s0 += p0[j] + acc0[j]
-        s1 += p1[j] + acc1[j]
-    return s0, s1
+    span = nch * inner
+    for n in range(n0, n1):
+        base = (n * C + c0) * inner
+        nrows = _reduce_span(a, b, mode, base, base + span, W, m, acc0, acc1, p0, p1, nrows)
+    for c in range(nch):
+        t0 = 0.0
+        t1 = 0.0
+        for j in range(c * R, (c + 1) * R):
+            t0 += p0[j] + acc0[j]
+            t1 += p1[j] + acc1[j]
+        sums[0, c] = t0
+        sums[1, c] = t1
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def _apply_plane_item(a, b, out, amode, item, outer, C, inner, W, per_channel, A, B, K, center):
-    c = item // per_channel
-    k = item % per_channel
-    At = np.full(W, A[c], np.float32)
-    Bt = np.full(W, B[c], np.float32)
-    Kt = np.full(W, K[c], np.float32)
-    mt = np.full(W, center[c], np.float32)
-    for n in range(outer * k // per_channel, outer * (k + 1) // per_channel):
-        base = (n * C + c) * inner
-        _apply_span(a, b, out, amode, base, base + inner, W, At, Bt, Kt, mt)
+def _apply_plane_item(a, b, out, amode, item, outer, C, inner, W, R, block, per_channel, A, B, K, center, tiles):
+    c0, nch, n0, n1 = _block_bounds(item, outer, C, block, per_channel)
+    if block == 1:  # large planes: one channel, scalar coefficients
+        for n in range(n0, n1):
+            base = (n * C + c0) * inner
+            _apply_run(a, b, out, amode, base, inner, A[c0], B[c0], K[c0], center[c0])
+        return
+    for c in range(nch):
+        for j in range(c * R, (c + 1) * R):
+            tiles[0, j] = A[c0 + c]
+            tiles[1, j] = B[c0 + c]
+            tiles[2, j] = K[c0 + c]
+            tiles[3, j] = center[c0 + c]
+    span = nch * inner
+    for n in range(n0, n1):
+        base = (n * C + c0) * inner
+        _apply_span(a, b, out, amode, base, base + span, W, tiles[0], tiles[1], tiles[2], tiles[3])
 
 
 # ---------------------------------------------------------------------------------------
@@ -268,42 +309,72 @@ def _apply_rows_region(a, b, out, amode, tiles, W, rows, nitems, total):
         _apply_span(a, b, out, amode, e0, e1, W, tiles[0], tiles[1], tiles[2], tiles[3])
 
 
+@njit(inline="always")
+def _chunk(t, nitems, nchunks):
+    return nitems * t // nchunks, nitems * (t + 1) // nchunks
+
+
+# Channels-first regions run over chunks of items, so that the scratch buffers are allocated
+# once per chunk, not once per item (Numba allocations are not free); the results of an item
+# do not depend on its chunk.
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _reduce_planes_region(a, b, mode, outer, C, inner, W, per_channel, center, part):
-    for item in prange(C * per_channel):
-        s0, s1 = _reduce_plane_item(a, b, mode, item, outer, C, inner, W, per_channel, center)
-        part[item, 0, 0] = s0
-        part[item, 1, 0] = s1
+def _reduce_planes_region(a, b, mode, outer, C, inner, W, R, block, per_channel, nchunks, center, part):
+    nitems = part.shape[0]
+    for t in prange(nchunks):
+        m = np.empty(W, np.float32)
+        acc0 = np.empty(W, np.float32)
+        acc1 = np.empty(W, np.float32)
+        p0 = np.empty(W, np.float64)
+        p1 = np.empty(W, np.float64)
+        i0, i1 = _chunk(t, nitems, nchunks)
+        for item in range(i0, i1):
+            _reduce_plane_item(
+                a, b, mode, item, outer, C, inner, W, R, block, per_channel, center, m, acc0, acc1, p0, p1, part[item]
+            )
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _apply_planes_region(a, b, out, amode, outer, C, inner, W, per_channel, A, B, K, center):
-    for item in prange(C * per_channel):
-        _apply_plane_item(a, b, out, amode, item, outer, C, inner, W, per_channel, A, B, K, center)
+def _apply_planes_region(a, b, out, amode, outer, C, inner, W, R, block, per_channel, nitems, nchunks, A, B, K, center):
+    for t in prange(nchunks):
+        tiles = np.empty((4, W), np.float32)
+        i0, i1 = _chunk(t, nitems, nchunks)
+        for item in range(i0, i1):
+            _apply_plane_item(a, b, out, amode, item, outer, C, inner, W, R, block, per_channel, A, B, K, center, tiles)
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _fused_planes_region(a, b, out, op, outer, C, inner, W, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
-    """Channels-first with one item per channel: reduce, coefficients and apply back to back."""
-    for c in prange(C):
-        if op == 2:  # forward training: mean, then centered squares
-            s0, _ = _reduce_plane_item(a, b, RED_SUM, c, outer, C, inner, W, 1, center)
-            _channel_done(op, 0, c, s0, 0.0, n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
-            _, s1 = _reduce_plane_item(a, b, RED_SQ, c, outer, C, inner, W, 1, center)
-            _channel_done(op, 1, c, 0.0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
-            amode = APPLY_A
-        else:
-            s0, s1 = _reduce_plane_item(a, b, RED_GRAD, c, outer, C, inner, W, 1, center)
-            _channel_done(op, 0, c, s0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
-            amode = APPLY_FULL if op == 0 else APPLY_B
-        _apply_plane_item(a, b, out, amode, c, outer, C, inner, W, 1, A, B, K, center)
+def _fused_planes_region(
+    a, b, out, op, outer, C, inner, W, R, block, nitems, nchunks, n, eps, scale, offset, var_in, center,
+    res0, res1, A, B, K,
+):  # fmt: skip
+    """Channels-first with one item per channel block: reduce, coefficients and apply back to back."""
+    for t in prange(nchunks):
+        m = np.empty(W, np.float32)
+        acc0 = np.empty(W, np.float32)
+        acc1 = np.empty(W, np.float32)
+        p0 = np.empty(W, np.float64)
+        p1 = np.empty(W, np.float64)
+        sums = np.empty((2, block), np.float64)
+        tiles = np.empty((4, W), np.float32)
+        i0, i1 = _chunk(t, nitems, nchunks)
+        for item in range(i0, i1):
+            c0, nch, _, _ = _block_bounds(item, outer, C, block, 1)
+            npasses = 2 if op == FWD_TRAIN else 1  # forward training: the mean, then centered squares
+            for p in range(npasses):
+                mode = RED_GRAD if op != FWD_TRAIN else (RED_SUM if p == 0 else RED_SQ)
+                _reduce_plane_item(
+                    a, b, mode, item, outer, C, inner, W, R, block, 1, center, m, acc0, acc1, p0, p1, sums
+                )
+                for c in range(nch):
+                    s0, s1 = sums[0, c], sums[1, c]
+                    _channel_done(op, p, c0 + c, s0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
+            amode = APPLY_A if op == FWD_TRAIN else (APPLY_FULL if op == GRAD_TRAIN else APPLY_B)
+            _apply_plane_item(a, b, out, amode, item, outer, C, inner, W, R, block, 1, A, B, K, center, tiles)
 
 
 # ---------------------------------------------------------------------------------------
 # Per-channel math (the same as the Cython channel_done) and the serial combines
 # ---------------------------------------------------------------------------------------
-
-GRAD_TRAIN, GRAD_FROZEN, FWD_TRAIN, FWD_INFER = 0, 1, 2, 3
 
 
 @njit(inline="always")
@@ -337,21 +408,22 @@ def _channel_done(op, pass_index, c, s0, s1, n, eps, scale, offset, var_in, cent
 
 @njit(cache=True)
 def _finish_pass(
-    op, pass_index, part, cl, fold, C, per_channel, n, eps, scale, offset, var_in, center, res0, res1, A, B, K
+    op, pass_index, part, cl, fold, C, block, per_channel, n, eps, scale, offset, var_in, center, res0, res1, A, B, K
 ):
     s0 = np.zeros(C)
     s1 = np.zeros(C)
-    if cl:
+    if cl:  # row items: [item][2][fold * C]
         for item in range(part.shape[0]):
             for q in range(fold):
                 for c in range(C):
                     s0[c] += part[item, 0, q * C + c]
                     s1[c] += part[item, 1, q * C + c]
-    else:
-        for c in range(C):
-            for item in range(c * per_channel, (c + 1) * per_channel):
-                s0[c] += part[item, 0, 0]
-                s1[c] += part[item, 1, 0]
+    else:  # block items: [item][2][block], batch ranges of a block side by side
+        for item in range(part.shape[0]):
+            c0 = item // per_channel * block
+            for j in range(min(block, C - c0)):
+                s0[c0 + j] += part[item, 0, j]
+                s1[c0 + j] += part[item, 1, j]
     for c in range(C):
         _channel_done(op, pass_index, c, s0[c], s1[c], n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
 
@@ -374,7 +446,10 @@ def _tile(W, C, A, B, K, center):
 
 
 def _plan(outer: int, C: int, inner: int, itemsize: int):
-    """The Cython make_plan, line for line: a function of the shape only."""
+    """The Cython make_plan, line for line: a function of the shape only.
+
+    Returns (channels_last, width, fold, rows, nitems, block, run, per_channel).
+    """
     if inner == 1:
         fold = 1
         if C < LANES:
@@ -384,12 +459,18 @@ def _plan(outer: int, C: int, inner: int, itemsize: int):
         W = C * fold
         rows = -(-outer // fold)
         nitems = max(1, min(-(-(outer * C) // ROW_ITEM_ELEMS), MAX_ROW_ITEMS, rows))
-        return True, W, fold, rows, nitems, 0
-    W = min(LANES, -(-inner // 16) * 16)
-    k = -(-(outer * inner * 2 * itemsize) // PLANE_ITEM_BYTES)
-    k = max(k, -(-MIN_ITEMS // C))
+        return True, W, fold, rows, nitems, 0, 0, 0
+    if inner < LANES:  # small planes: a row is `block` whole planes
+        block = min(C, -(-LANES // inner))
+        run = inner
+        W = block * inner
+    else:  # large planes: rows of LANES lanes of one channel
+        block, run, W = 1, LANES, LANES
+    nblocks = -(-C // block)
+    k = -(-(outer * block * inner * 2 * itemsize) // PLANE_ITEM_BYTES)
+    k = max(k, -(-MIN_ITEMS // nblocks))
     per_channel = max(1, min(k, outer))
-    return False, W, 1, 0, C * per_channel, per_channel
+    return False, W, 1, 0, nblocks * per_channel, block, run, per_channel
 
 
 def _storage(x: np.ndarray) -> np.ndarray:
@@ -407,7 +488,8 @@ def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
     out = _storage(out_arr)
     nthreads = 1 if x.size < SERIAL_BELOW else min(get_num_threads(), numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(nthreads)
-    cl, W, fold, rows, nitems, per_channel = _plan(outer, C, inner, x.dtype.itemsize)
+    cl, W, fold, rows, nitems, block, R, per_channel = _plan(outer, C, inner, x.dtype.itemsize)
+    nchunks = min(nitems, MAX_CHUNKS)
     n = float(outer) * float(inner)
     eps = np.float32(epsilon)
     res0 = np.zeros(C, np.float32)
@@ -421,27 +503,30 @@ def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
     total = outer * C
     if not cl and per_channel == 1 and passes:
         _fused_planes_region(
-            a, b, out, op, outer, C, inner, W, n, eps, scale, offset, variance, center, res0, res1, A, B, K
-        )
+            a, b, out, op, outer, C, inner, W, R, block, nitems, nchunks, n, eps, scale, offset, variance, center,
+            res0, res1, A, B, K,
+        )  # fmt: skip
         return out_arr, res0, res1
     for p, mode in enumerate(passes):
         if cl:
             part = np.empty((nitems, 2, W))
             _reduce_rows_region(a, b, mode, _tile(W, C, A, B, K, center)[3], W, rows, nitems, total, part)
         else:
-            part = np.empty((nitems, 2, 1))  # (3-D like the row partials: one type for _finish_pass)
-            _reduce_planes_region(a, b, mode, outer, C, inner, W, per_channel, center, part)
+            part = np.empty((nitems, 2, block))
+            _reduce_planes_region(a, b, mode, outer, C, inner, W, R, block, per_channel, nchunks, center, part)
         _finish_pass(
-            op, p, part, cl, fold, C, per_channel, n, eps, scale, offset, variance, center, res0, res1, A, B, K
+            op, p, part, cl, fold, C, block, per_channel, n, eps, scale, offset, variance, center, res0, res1, A, B, K
         )
     if not passes:
         _finish_pass(
-            op, 0, np.zeros((0, 2, 1)), False, 1, C, 0, n, eps, scale, offset, variance, center, res0, res1, A, B, K
+            op, 0, np.zeros((0, 2, 1)), False, 1, C, 1, 1, n, eps, scale, offset, variance, center, res0, res1, A, B, K
         )
     if cl:
         _apply_rows_region(a, b, out, amode, _tile(W, C, A, B, K, center), W, rows, nitems, total)
     else:
-        _apply_planes_region(a, b, out, amode, outer, C, inner, W, per_channel, A, B, K, center)
+        _apply_planes_region(
+            a, b, out, amode, outer, C, inner, W, R, block, per_channel, nitems, nchunks, A, B, K, center
+        )
     return out_arr, res0, res1
 
 

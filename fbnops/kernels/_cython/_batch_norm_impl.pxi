@@ -52,7 +52,8 @@ cdef enum Apply:
     APPLY_A = 2     # B*(a - m) + K         (forward)
 
 cdef enum:
-    LANES = 512         # channels-first row width; minimum width of a folded channels-last row
+    LANES = 512         # minimum row width: folded channels-last rows, channel blocks of small planes
+    MAX_W = 2 * LANES   # widest row: a block of ceil(LANES / inner) planes
     BLOCK_ROWS = 128    # rows summed in float32 before flushing into float64
     ROW_ITEM_ELEMS = 32768  # channels-last: target elements per item
     MAX_ROW_ITEMS = 64
@@ -67,7 +68,9 @@ cdef struct Plan:
     Py_ssize_t fold         # channels-last: input rows per folded row
     Py_ssize_t rows         # channels-last: folded rows in total
     Py_ssize_t nitems
-    Py_ssize_t per_channel  # channels-first: items per channel
+    Py_ssize_t block        # channels-first: channels per item (planes side by side in one row)
+    Py_ssize_t run          # channels-first: lanes per channel in a row (lane j is channel j // run)
+    Py_ssize_t per_channel  # channels-first: items per channel block (batch ranges)
 
 # Per-channel inputs and outputs of one call.
 cdef struct Params:
@@ -93,7 +96,7 @@ cdef Py_ssize_t _gcd(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
 
 cdef Plan make_plan(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize) noexcept nogil:
     cdef Plan P
-    cdef Py_ssize_t k
+    cdef Py_ssize_t k, nblocks
     P.outer = outer
     P.C = C
     P.inner = inner
@@ -108,22 +111,33 @@ cdef Plan make_plan(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t
         P.rows = (outer + P.fold - 1) // P.fold
         k = (outer * C + ROW_ITEM_ELEMS - 1) // ROW_ITEM_ELEMS
         P.nitems = max(1, min(k, MAX_ROW_ITEMS, P.rows))
+        P.block = 0
+        P.run = 0
         P.per_channel = 0
     else:
         P.fold = 1
-        P.width = min(LANES, (inner + 15) // 16 * 16)  # rows no wider than a plane
         P.rows = 0
-        k = (outer * inner * 2 * itemsize + PLANE_ITEM_BYTES - 1) // PLANE_ITEM_BYTES
-        k = max(k, (MIN_ITEMS + C - 1) // C)
+        if inner < LANES:  # small planes: a row is `block` whole planes (contiguous in memory)
+            P.block = min(C, (LANES + inner - 1) // inner)
+            P.run = inner
+            P.width = P.block * inner
+        else:  # large planes: rows of LANES lanes, all of one channel
+            P.block = 1
+            P.run = LANES
+            P.width = LANES
+        nblocks = (C + P.block - 1) // P.block
+        k = (outer * P.block * inner * 2 * itemsize + PLANE_ITEM_BYTES - 1) // PLANE_ITEM_BYTES
+        k = max(k, (MIN_ITEMS + nblocks - 1) // nblocks)
         P.per_channel = max(1, min(k, outer))
-        P.nitems = C * P.per_channel
+        P.nitems = nblocks * P.per_channel
     return P
 
 
 # ---------------------------------------------------------------------------------------
-# Innermost loops.  Channels-last data is processed as rows of W lanes with per-lane
-# tiles (m, A, B, K) and per-lane accumulators in L1; channels-first data as runs of
-# one channel (lanes of the same channel, scalar coefficients in the apply pass).
+# Innermost loops.  All data is processed as rows of W lanes with per-lane tiles
+# (m, A, B, K) and per-lane float32 accumulators in L1.  A lane always holds the same
+# channel: channels-last rows are (folded) rows of C; channels-first rows are a block
+# of whole small planes side by side, or a LANES-wide piece of one large plane.
 # ---------------------------------------------------------------------------------------
 
 cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b, Py_ssize_t nrows,
@@ -212,7 +226,7 @@ cdef inline void reduce_span(Reduce mode, const storage_t* a, const storage_t* b
 
 
 # ---------------------------------------------------------------------------------------
-# Items.  Channels-last: a range of folded rows.  Channels-first: (channel, batch range).
+# Items.  Channels-last: a range of folded rows.  Channels-first: (channel block, batch range).
 # ---------------------------------------------------------------------------------------
 
 cdef inline void row_item_bounds(const Plan* P, Py_ssize_t item, Py_ssize_t* r0, Py_ssize_t* r1,
@@ -249,39 +263,71 @@ cdef void apply_row_item(const Plan* P, Apply mode, Py_ssize_t item, const stora
                    tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)
 
 
+cdef inline void block_bounds(const Plan* P, Py_ssize_t item, Py_ssize_t* c0, Py_ssize_t* nch,
+                              Py_ssize_t* n0, Py_ssize_t* n1) noexcept nogil:
+    """Channels [c0, c0 + nch) and batch range [n0, n1) of a channels-first item."""
+    cdef Py_ssize_t blk = item // P.per_channel, k = item % P.per_channel
+    c0[0] = blk * P.block
+    nch[0] = min(P.block, P.C - c0[0])
+    n0[0] = P.outer * k // P.per_channel
+    n1[0] = P.outer * (k + 1) // P.per_channel
+
+
 cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const storage_t* a,
-                            const storage_t* b, const float* center, double* part2) noexcept nogil:
-    """Totals of one (channel, batch range) item, folded over its lanes into part2[0:2]."""
-    cdef float acc[2 * LANES]
-    cdef double lanes[2 * LANES]
-    cdef float m_tile[LANES]
-    cdef Py_ssize_t j, n, base, nrows = 0
-    cdef Py_ssize_t c = item // P.per_channel, k = item % P.per_channel
-    cdef float m = center[c] if center != NULL else 0
-    cdef Py_ssize_t W = P.width
-    for j in range(W):
-        m_tile[j] = m
+                            const storage_t* b, const float* center, double* sums) noexcept nogil:
+    """Totals of one (channel block, batch range) item: sums[0:nch] and sums[block:block+nch].
+
+    Each batch index contributes the item's planes as rows of `width` lanes; lane j
+    belongs to channel c0 + j // run.  The lanes are folded per channel at the end.
+    """
+    cdef float acc[2 * MAX_W]
+    cdef double lanes[2 * MAX_W]
+    cdef float m_tile[MAX_W]
+    cdef Py_ssize_t j, c, n, base, c0, nch, n0, n1, nrows = 0
+    cdef Py_ssize_t W = P.width, R = P.run, span
+    cdef double t0, t1
+    block_bounds(P, item, &c0, &nch, &n0, &n1)
+    span = nch * P.inner
+    for c in range(nch):  # (nested loops, not j // R: integer division is slow)
+        for j in range(c * R, (c + 1) * R):
+            m_tile[j] = center[c0 + c] if center != NULL else 0
     for j in range(2 * W):
         acc[j] = 0
         lanes[j] = 0
-    for n in range(P.outer * k // P.per_channel, P.outer * (k + 1) // P.per_channel):
-        base = (n * P.C + c) * P.inner
-        reduce_span(mode, a, b, base, base + P.inner, W, m_tile, acc, lanes, &nrows)
+    for n in range(n0, n1):
+        base = (n * P.C + c0) * P.inner
+        reduce_span(mode, a, b, base, base + span, W, m_tile, acc, lanes, &nrows)
     flush(W, acc, lanes)
-    part2[0] = 0
-    part2[1] = 0
-    for j in range(W):
-        part2[0] += lanes[j]
-        part2[1] += lanes[W + j]
+    for c in range(nch):
+        t0 = 0
+        t1 = 0
+        for j in range(c * R, (c + 1) * R):
+            t0 += lanes[j]
+            t1 += lanes[W + j]
+        sums[c] = t0
+        sums[P.block + c] = t1
 
 
 cdef void apply_plane_item(const Plan* P, const Params* g, Apply mode, Py_ssize_t item,
                            const storage_t* a, const storage_t* b, storage_t* out) noexcept nogil:
-    cdef Py_ssize_t n, base
-    cdef Py_ssize_t c = item // P.per_channel, k = item % P.per_channel
-    for n in range(P.outer * k // P.per_channel, P.outer * (k + 1) // P.per_channel):
-        base = (n * P.C + c) * P.inner
-        apply_run(mode, a + base, b + base, out + base, P.inner, g.A[c], g.B[c], g.K[c], g.center[c])
+    cdef float tiles[4 * MAX_W]
+    cdef Py_ssize_t j, c, n, base, c0, nch, n0, n1, span, W = P.width
+    block_bounds(P, item, &c0, &nch, &n0, &n1)
+    span = nch * P.inner
+    if P.block == 1:  # large planes: one channel, scalar coefficients (fewer loads per element)
+        for n in range(n0, n1):
+            base = (n * P.C + c0) * P.inner
+            apply_run(mode, a + base, b + base, out + base, P.inner, g.A[c0], g.B[c0], g.K[c0], g.center[c0])
+        return
+    for c in range(c0, c0 + nch):
+        for j in range((c - c0) * P.run, (c - c0 + 1) * P.run):
+            tiles[j] = g.A[c]
+            tiles[W + j] = g.B[c]
+            tiles[2 * W + j] = g.K[c]
+            tiles[3 * W + j] = g.center[c]
+    for n in range(n0, n1):
+        base = (n * P.C + c0) * P.inner
+        apply_rows(mode, a + base, b + base, out + base, 1, span, tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)
 
 
 # ---------------------------------------------------------------------------------------
@@ -328,6 +374,18 @@ cdef void combine_rows(const Plan* P, const double* part, double* s) noexcept no
                 s[C + c] += part[item * 2 * W + W + q * C + c]
 
 
+cdef void combine_blocks(const Plan* P, const double* part, double* s) noexcept nogil:
+    """Fold block-item partials [item][2][block] over batch ranges into s[2][C], in a fixed order."""
+    cdef Py_ssize_t item, c, j, nb = P.block
+    for c in range(2 * P.C):
+        s[c] = 0
+    for item in range(P.nitems):
+        c = item // P.per_channel * nb
+        for j in range(min(nb, P.C - c)):
+            s[c + j] += part[item * 2 * nb + j]
+            s[P.C + c + j] += part[item * 2 * nb + nb + j]
+
+
 cdef void tile_row_coefficients(const Plan* P, const Params* g, float* tiles) noexcept nogil:
     cdef Py_ssize_t j, c, W = P.width
     for j in range(W):
@@ -342,19 +400,22 @@ cdef void tile_row_coefficients(const Plan* P, const Params* g, float* tiles) no
 # The driver.
 # ---------------------------------------------------------------------------------------
 
-cdef void fused_channel(const Plan* P, Params* g, Py_ssize_t c, const Reduce* passes, int npasses,
-                        Apply amode, const storage_t* a, const storage_t* b, storage_t* out) noexcept nogil:
-    """Whole channel c in one item: reduce, coefficients, apply while it is in cache."""
-    cdef double s[2]
+cdef void fused_block(const Plan* P, Params* g, Py_ssize_t item, const Reduce* passes, int npasses,
+                      Apply amode, const storage_t* a, const storage_t* b, storage_t* out) noexcept nogil:
+    """A whole channel block in one item: reduce, coefficients, apply while it is in cache."""
+    cdef double s[2 * MAX_W]
+    cdef Py_ssize_t c, c0, nch, n0, n1
     cdef int p
+    block_bounds(P, item, &c0, &nch, &n0, &n1)
     for p in range(npasses):
-        reduce_plane_item(P, passes[p], c, a, b, g.center, s)
-        channel_done(g, p, c, s[0], s[1])
-    apply_plane_item(P, g, amode, c, a, b, out)
+        reduce_plane_item(P, passes[p], item, a, b, g.center, s)
+        for c in range(nch):
+            channel_done(g, p, c0 + c, s[c], s[P.block + c])
+    apply_plane_item(P, g, amode, item, a, b, out)
 
 
 cdef enum Region:
-    FUSED = 0   # channels-first, one item per channel: reduce + coefficients + apply
+    FUSED = 0   # channels-first, one item per channel block: reduce + coefficients + apply
     REDUCE = 1
     APPLY = 2
 
@@ -378,13 +439,13 @@ cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage
     cdef const Plan* P = w.P
     cdef Py_ssize_t W = P.width
     if w.region == FUSED:
-        fused_channel(P, w.g, item, w.passes, w.npasses, w.amode, a, b, out)
+        fused_block(P, w.g, item, w.passes, w.npasses, w.amode, a, b, out)
     elif w.region == REDUCE:
         if P.channels_last:
             reduce_row_item(P, w.passes[w.pass_index], item, a, b, w.tiles + 3 * W,
                             w.acc + item * 2 * W, w.part + item * 2 * W)
         else:
-            reduce_plane_item(P, w.passes[w.pass_index], item, a, b, w.g.center, w.part + 2 * item)
+            reduce_plane_item(P, w.passes[w.pass_index], item, a, b, w.g.center, w.part + 2 * P.block * item)
     elif P.channels_last:
         apply_row_item(P, w.amode, item, a, b, out, w.tiles)
     else:
@@ -409,8 +470,8 @@ cdef void run(const Plan* P, Params* g, const storage_t* a, const storage_t* b, 
     cdef Work w
     cdef int p
     cdef Py_ssize_t item, c, W = P.width
-    # work_d: partials (nitems*2*W or nitems*2) then totals s[2][C]; work_f: lanes, then tiles
-    cdef double* s = work_d + (P.nitems * 2 * W if P.channels_last else P.nitems * 2)
+    # work_d: partials (nitems*2*W or nitems*2*block) then totals s[2][C]; work_f: lanes, then tiles
+    cdef double* s = work_d + P.nitems * 2 * (W if P.channels_last else P.block)
     cdef float* tiles = work_f + (P.nitems * 2 * W if P.channels_last else 0)
     w.P = P
     w.g = g
@@ -432,7 +493,7 @@ cdef void run(const Plan* P, Params* g, const storage_t* a, const storage_t* b, 
 
     if not P.channels_last and P.per_channel == 1 and w.npasses > 0:
         w.region = FUSED
-        for_items(&w, P.C, nthreads, a, b, out)
+        for_items(&w, P.nitems, nthreads, a, b, out)
         return
 
     w.region = REDUCE
@@ -444,12 +505,7 @@ cdef void run(const Plan* P, Params* g, const storage_t* a, const storage_t* b, 
         if P.channels_last:
             combine_rows(P, work_d, s)
         else:
-            for c in range(P.C):
-                s[c] = 0
-                s[P.C + c] = 0
-                for item in range(c * P.per_channel, (c + 1) * P.per_channel):
-                    s[c] += work_d[2 * item]
-                    s[P.C + c] += work_d[2 * item + 1]
+            combine_blocks(P, work_d, s)
         for c in range(P.C):
             channel_done(g, p, c, s[c], s[P.C + c])
     if w.npasses == 0:
@@ -531,7 +587,7 @@ cdef _call(Op op, x, dy, scale, offset, mean, variance, float epsilon, int num_t
     res0 = cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0)
     res1 = cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0)
     # Scratch, one block: float64 partials + totals, then float32 coefficients, lanes, tiles.
-    cdef Py_ssize_t nd = (P.nitems * 2 * P.width if P.channels_last else P.nitems * 2) + 2 * C
+    cdef Py_ssize_t nd = P.nitems * 2 * (P.width if P.channels_last else P.block) + 2 * C
     cdef Py_ssize_t nf = 3 * C + (P.nitems * 2 * P.width + 4 * P.width if P.channels_last else 0)
     # PyMem_Raw*: thread-safe without the GIL, and visible to tracemalloc
     cdef double* wd = <double*> PyMem_RawCalloc(nd * sizeof(double) + nf * sizeof(float), 1)
