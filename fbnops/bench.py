@@ -7,8 +7,10 @@ Peers, each skipped when not installed:
   ref     the fbnops NumPy reference kernel
   numba   the fbnops Numba backend (when installed)
 
-All peers run in one process, interleaved (one call of each per round), and the
-median of the rounds is reported.  Ratios are fbnops time / peer time (< 1: fbnops
+All peers run in one process, interleaved (one call of each per round, the order
+rotating), and the median of the rounds is reported.  The Numba backend is timed
+against the Cython one in rounds of their own (fbnops, numba only): TensorFlow's
+spinning thread pool otherwise slows whichever short call comes next.  Ratios are fbnops time / peer time (< 1: fbnops
 is faster).  GB/s is the effective bandwidth of the two-pass gradient (5 x nbytes(x):
 read x, dy twice, write dx; the forward 4 x nbytes), compared with a streaming add (out = a + b) measured on
 the same thread count in the same run, and interleaved with the shapes.
@@ -191,6 +193,9 @@ def tf_call(case: Case):
 PEERS = {"ref": ref_call, "numba": numba_call, "torch": torch_call, "tf": tf_call}
 
 
+BACKEND_PEERS = ("numba",)  # other fbnops backends, timed against the Cython one in their own rounds
+
+
 def load_peers(names: list[str], threads: int) -> dict:
     peers = {}
     for name in names:
@@ -213,13 +218,20 @@ def load_peers(names: list[str], threads: int) -> dict:
 
 
 def timeit_interleaved(calls: dict, rounds: int) -> dict:
+    """Median time of each call over `rounds` rounds of one call each.
+
+    The order rotates every round: after a call, a library's worker threads keep spinning
+    for a while (Eigen's pool in TensorFlow, OpenMP runtimes) and on a 2-core machine steal
+    cycles from whichever peer runs next; rotating spreads that cost over all peers.
+    """
     for fn in calls.values():  # warm-up (JIT, allocator, caches)
         fn()
+    names = list(calls)
     times = {k: [] for k in calls}
-    for _ in range(rounds):
-        for k, fn in calls.items():
+    for r in range(rounds):
+        for k in names[r % len(names) :] + names[: r % len(names)]:
             t0 = time.perf_counter()
-            fn()
+            calls[k]()
             times[k].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in times.items()}
 
@@ -356,8 +368,12 @@ def main(argv=None) -> int:
             fn = factory(case)
             if fn is not None:
                 calls[name] = fn
-        rounds = args.rounds
-        times = timeit_interleaved(calls, rounds)
+        backends = {name: calls.pop(name) for name in BACKEND_PEERS if name in calls}
+        times = timeit_interleaved(calls, args.rounds)
+        if backends:  # fbnops backends against each other, without the frameworks in between
+            pair = timeit_interleaved({"fbnops": calls["fbnops"], **backends}, args.rounds)
+            for name in backends:
+                times[name] = pair[name] * times["fbnops"] / pair["fbnops"]  # the pair's ratio
         nbytes = case.data["x"].nbytes
         # grad: read x, dy twice, write dx; forward: read x three times (sum, centered squares, y), write y
         moved = (5 if case.op == "grad" else 4) * nbytes
@@ -388,6 +404,14 @@ def main(argv=None) -> int:
                 ratios.setdefault(key, []).append(r[f"ratio_{name}"])
         for key, v in ratios.items():
             print(f"# vs {name:5s} {key:18s} worst ratio {max(v):.2f}  median {statistics.median(v):.2f}")
+    for name in BACKEND_PEERS:
+        slower = [1 / r[f"ratio_{name}"] for r in rows if f"ratio_{name}" in r]
+        if slower:
+            within = sum(v <= 1.5 for v in slower)
+            print(
+                f"# {name} / cython time: worst {max(slower):.2f}  median {statistics.median(slower):.2f}"
+                f"  (<= 1.5 on {within} of {len(slower)} cases)"
+            )
     tiny = tiny_call_cost()
     print(f"# raw_ops call on a (2,4,4,8) tensor: {tiny:.1f} us (median of 15 x 1000 calls)")
     acc = accuracy(peers)

@@ -28,7 +28,7 @@ static inline fb_bf16 fb_f32_to_bf16(float f) {
     uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
     uint32_t quiet_nan = (u >> 16) | 0x0040u;
     fb_bf16 h;
-    h.bits = (uint16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? quiet_nan : rounded);
+    h.bits = (uint16_t)((f != f) ? quiet_nan : rounded);  /* NaN test: one vector compare */
     return h;
 }
 
