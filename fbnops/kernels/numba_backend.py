@@ -314,6 +314,13 @@ def _chunk(t, nitems, nchunks):
     return nitems * t // nchunks, nitems * (t + 1) // nchunks
 
 
+@njit(inline="always")
+def _lane_scratch(W):
+    """Centers, float32 lanes and float64 partials of one chunk's channels-first reductions."""
+    f32 = np.float32
+    return np.empty(W, f32), np.empty(W, f32), np.empty(W, f32), np.empty(W, np.float64), np.empty(W, np.float64)
+
+
 # Channels-first regions run over chunks of items, so that the scratch buffers are allocated
 # once per chunk, not once per item (Numba allocations are not free); the results of an item
 # do not depend on its chunk.
@@ -321,11 +328,7 @@ def _chunk(t, nitems, nchunks):
 def _reduce_planes_region(a, b, mode, outer, C, inner, W, R, block, per_channel, nchunks, center, part):
     nitems = part.shape[0]
     for t in prange(nchunks):
-        m = np.empty(W, np.float32)
-        acc0 = np.empty(W, np.float32)
-        acc1 = np.empty(W, np.float32)
-        p0 = np.empty(W, np.float64)
-        p1 = np.empty(W, np.float64)
+        m, acc0, acc1, p0, p1 = _lane_scratch(W)
         i0, i1 = _chunk(t, nitems, nchunks)
         for item in range(i0, i1):
             _reduce_plane_item(
@@ -349,11 +352,7 @@ def _fused_planes_region(
 ):  # fmt: skip
     """Channels-first with one item per channel block: reduce, coefficients and apply back to back."""
     for t in prange(nchunks):
-        m = np.empty(W, np.float32)
-        acc0 = np.empty(W, np.float32)
-        acc1 = np.empty(W, np.float32)
-        p0 = np.empty(W, np.float64)
-        p1 = np.empty(W, np.float64)
+        m, acc0, acc1, p0, p1 = _lane_scratch(W)
         sums = np.empty((2, block), np.float64)
         tiles = np.empty((4, W), np.float32)
         i0, i1 = _chunk(t, nitems, nchunks)
