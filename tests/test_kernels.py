@@ -167,6 +167,21 @@ class TestConversions:
         assert (small_planes["block"], small_planes["run"], small_planes["width"]) == (11, 49, 539)
         assert small_planes["nitems"] == 4 * small_planes["per_channel"]  # 4 blocks, the last of 4 channels
 
+    @pytest.mark.parametrize("streaming", [False, True])
+    def test_stream_add_is_the_exact_sum(self, streaming):
+        """The benchmark's floor: out = a + b, ordinary or non-temporal stores, any alignment."""
+        from fbnops.kernels import cython_backend
+
+        rng = np.random.default_rng(3)
+        for mod in {cython, cython_backend._bn}:
+            for n in (1, 7, 1003, 1 << 18):
+                a = rng.standard_normal(n).astype(np.float32)
+                b = rng.standard_normal(n).astype(np.float32)
+                for shift in (0, 1, 3):  # out starting 0, 4 and 12 bytes past a 16-byte boundary
+                    out = np.full(n + shift, np.nan, np.float32)[shift:]
+                    mod.stream_add(a, b, out, 2, streaming)
+                    np.testing.assert_array_equal(out, a + b)
+
     def test_kernel_entry_rejects_bad_buffers(self):
         x = np.ones((4, 3, 5), np.float32)
         v = np.ones(3, np.float32)

@@ -679,9 +679,33 @@ def widen(x):
     return out.reshape(x.shape)
 
 
-def stream_add(a, b, out, int num_threads=1):
+cdef extern from *:
+    """
+    /* out = a + b with streaming (non-temporal) stores: no read-for-ownership of `out`. */
+    #if defined(__SSE2__) || defined(_M_X64)
+    #include <xmmintrin.h>
+    #include <stdint.h>
+    static void fbnops_add_streaming(const float* a, const float* b, float* o, Py_ssize_t n) {
+        Py_ssize_t i = 0;
+        for (; i < n && ((uintptr_t)(o + i) & 15); i++) o[i] = a[i] + b[i];
+        for (; i + 4 <= n; i += 4)
+            _mm_stream_ps(o + i, _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
+        for (; i < n; i++) o[i] = a[i] + b[i];
+        _mm_sfence();
+    }
+    #else
+    static void fbnops_add_streaming(const float* a, const float* b, float* o, Py_ssize_t n) {
+        for (Py_ssize_t i = 0; i < n; i++) o[i] = a[i] + b[i];
+    }
+    #endif
+    """
+    void fbnops_add_streaming(const float* a, const float* b, float* o, Py_ssize_t n) noexcept nogil
+
+
+def stream_add(a, b, out, int num_threads=1, bint streaming=False):
     """out = a + b over float32 arrays: the streaming-bandwidth yardstick of the benchmarks
-    (2 reads + 1 write per element, the same threads and static partition as the kernels)."""
+    (2 reads + 1 write per element, the same threads and static partition as the kernels;
+    `streaming`: non-temporal stores, which skip reading `out` into the cache first)."""
     cdef const float* pa = _vector(a.reshape(-1), a.size, "a")
     cdef const float* pb = _vector(b.reshape(-1), a.size, "b")
     cdef float* po = <float*> _vector(out.reshape(-1), a.size, "out")
@@ -690,5 +714,8 @@ def stream_add(a, b, out, int num_threads=1):
         for k in prange(nchunks, schedule="static", num_threads=num_threads, use_threads_if=num_threads > 1):
             i0 = n * k // nchunks
             i1 = n * (k + 1) // nchunks
-            for i in range(i0, i1):
-                po[i] = pa[i] + pb[i]
+            if streaming:
+                fbnops_add_streaming(pa + i0, pb + i0, po + i0, i1 - i0)
+            else:
+                for i in range(i0, i1):
+                    po[i] = pa[i] + pb[i]
