@@ -122,13 +122,15 @@ def performance_tables() -> str:
         return "*No benchmark results are committed yet: run* `fbnops bench --json docs/assets/bench.json`.\n"
     data = json.loads(path.read_text())
     peers = [p for p in ("torch", "tf", "ref", "numba") if any(f"{p}_ms" in r for r in data["rows"])]
-    head = "| case | fbnops ms | " + " | ".join(f"{p} ms | ratio" for p in peers) + " | GB/s | % of stream |"
-    lines = [head, "|" + "---|" * (4 + 2 * len(peers))]
+    head = "| case | fbnops ms | " + " | ".join(f"{p} ms | ratio" for p in peers)
+    head += " | GB/s | % of stream | floor ms | torch / floor |"
+    lines = [head, "|" + "---|" * (6 + 2 * len(peers))]
     for r in data["rows"]:
         cells = [f"`{' '.join(r['case'].split())}`", f"{r['fbnops_ms']:.3f}"]
         for p in peers:
             cells += [f"{r[f'{p}_ms']:.3f}", f"{r[f'ratio_{p}']:.2f}"] if f"{p}_ms" in r else ["-", "-"]
-        cells += [f"{r['gbs']:.1f}", f"{100 * r['gbs'] / r['stream_gbs']:.0f}"]
+        cells += [f"{r['gbs']:.1f}", f"{100 * r['gbs'] / r['stream_gbs']:.0f}", f"{r['floor_ms']:.3f}"]
+        cells.append(f"{r['torch_floor']:.2f}" if "torch_floor" in r else "-")
         lines.append("| " + " | ".join(cells) + " |")
     acc = "\n".join(f"| {name} | {ds:.1e} | {do:.1e} |" for name, (ds, do) in data["accuracy"].items())
     return "\n".join(lines) + (

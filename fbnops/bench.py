@@ -7,18 +7,26 @@ Peers, each skipped when not installed:
   ref     the fbnops NumPy reference kernel
   numba   the fbnops Numba backend (when installed)
 
-All peers run in one process, interleaved (one call of each per round, the order
-rotating), and the median of the rounds is reported.  The Numba backend is timed
-against the Cython one in rounds of their own (fbnops, numba only): TensorFlow's
-spinning thread pool otherwise slows whichever short call comes next.  Ratios are fbnops time / peer time (< 1: fbnops
-is faster).  GB/s is the effective bandwidth of the two-pass gradient (5 x nbytes(x):
-read x, dy twice, write dx; the forward 4 x nbytes), compared with a streaming add (out = a + b) measured on
-the same thread count in the same run, and interleaved with the shapes.
+All peers run in one process, interleaved: every round calls each peer twice in a row
+(the order rotating from round to round) and times the second call; the first lets the
+previous library's worker threads, still spinning on the two cores, go idle, and brings
+this peer's data into cache, as in a loop of one library's ops.  The medians of the rounds
+are reported.  The Numba backend is timed against the Cython one in rounds of their own.
+Ratios are fbnops time / peer time (< 1: fbnops is faster).
+
+The floor.  Whatever the algorithm, a batch-norm gradient reads x and dy and writes dx;
+the reductions must finish before dx can be written.  So no implementation can be faster
+than streaming two arrays of nbytes(x) in and one out, which is timed in the same rounds
+(out = a + b on the same threads, with ordinary and with non-temporal stores; the faster
+counts).  "floor" is that time; "torch/floor" below 2 means that fbnops / torch <= 0.5 is
+out of reach for any implementation on this machine.  GB/s is the effective bandwidth of
+the two-pass gradient (5 x nbytes(x): read x, dy twice, write dx; the forward 4 x nbytes)
+and "stream" the floor's bandwidth (3 x nbytes / floor).
 
     fbnops bench                       # everything (= python benchmarks/bench_bn_grad.py)
     fbnops bench --quick               # fewer rounds, float32 gradient only
     fbnops bench --peers torch         # only some peers
-    fbnops bench --plot perf.png       # also draw times against the bandwidth bound
+    fbnops bench --plot perf.png       # also draw times against the streaming floor
 """
 
 from __future__ import annotations
@@ -218,11 +226,13 @@ def load_peers(names: list[str], threads: int) -> dict:
 
 
 def timeit_interleaved(calls: dict, rounds: int) -> dict:
-    """Median time of each call over `rounds` rounds of one call each.
+    """Median time of each call over `rounds` rounds; in each round every call runs twice
+    in a row and the second run is timed.
 
-    The order rotates every round: after a call, a library's worker threads keep spinning
-    for a while (Eigen's pool in TensorFlow, OpenMP runtimes) and on a 2-core machine steal
-    cycles from whichever peer runs next; rotating spreads that cost over all peers.
+    The order rotates every round.  After a call, a library's worker threads keep spinning
+    for a while (Eigen's pool in TensorFlow, each OpenMP runtime) and on a 2-core machine
+    steal cycles from whatever runs next; the untimed first call absorbs that, so each peer
+    is timed in its own steady state, as in a training loop of that library's ops.
     """
     for fn in calls.values():  # warm-up (JIT, allocator, caches)
         fn()
@@ -230,23 +240,22 @@ def timeit_interleaved(calls: dict, rounds: int) -> dict:
     times = {k: [] for k in calls}
     for r in range(rounds):
         for k in names[r % len(names) :] + names[: r % len(names)]:
+            calls[k]()
             t0 = time.perf_counter()
             calls[k]()
             times[k].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def stream_bandwidth(nbytes: int, threads: int, rounds: int = 7) -> float:
-    """GB/s of out = a + b (3 x nbytes moved), preallocated buffers."""
-    n = nbytes // 4
+def floor_calls(nbytes: int, threads: int) -> dict:
+    """Read two arrays of `nbytes`, write one: out = a + b with ordinary and with
+    non-temporal stores (the data that any batch-norm gradient must move)."""
+    n = max(nbytes // 4, 1)
     a, b, out = np.ones(n, np.float32), np.ones(n, np.float32), np.empty(n, np.float32)
-    cy.stream_add(a, b, out, threads)
-    ts = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        cy.stream_add(a, b, out, threads)
-        ts.append(time.perf_counter() - t0)
-    return 3 * nbytes / statistics.median(ts) / 1e9
+    return {
+        "stream": lambda: cy.stream_add(a, b, out, threads),
+        "stream_nt": lambda: cy.stream_add(a, b, out, threads, True),
+    }
 
 
 def tiny_call_cost() -> float:
@@ -337,7 +346,7 @@ def main(argv=None) -> int:
     p.add_argument("--ops", default="grad,forward")
     p.add_argument("--json", help="write the results to this file")
     p.add_argument("--progress", action="store_true", help="show a progress bar on stderr")
-    p.add_argument("--plot", metavar="FILE.png", help="plot the times and the bandwidth bound (needs matplotlib)")
+    p.add_argument("--plot", metavar="FILE.png", help="plot the times and the streaming floor (needs matplotlib)")
     args = p.parse_args(argv)
     if args.quick:
         args.rounds, args.dtypes, args.ops = 3, "float32", "grad"
@@ -357,7 +366,7 @@ def main(argv=None) -> int:
     header = f"{'case':48s} {'fbnops':>9s}"
     for name in peers:
         header += f" {name:>9s} {'ratio':>6s}"
-    print(header + f" {'GB/s':>6s} {'stream':>6s} {'%':>4s}")
+    print(header + f" {'GB/s':>6s} {'stream':>6s} {'%':>4s} {'floor':>9s} {'t/fl':>5s}")
     for i, case in enumerate(cases):
         if args.progress:
             done = int(30 * i / len(cases))
@@ -369,18 +378,28 @@ def main(argv=None) -> int:
             if fn is not None:
                 calls[name] = fn
         backends = {name: calls.pop(name) for name in BACKEND_PEERS if name in calls}
-        times = timeit_interleaved(calls, args.rounds)
+        nbytes = case.data["x"].nbytes
+        floors = floor_calls(nbytes, args.threads)
+        times = timeit_interleaved({**calls, **floors}, args.rounds)
+        floor = min(times.pop(name) for name in floors)
         if backends:  # fbnops backends against each other, without the frameworks in between
             pair = timeit_interleaved({"fbnops": calls["fbnops"], **backends}, args.rounds)
             for name in backends:
                 times[name] = pair[name] * times["fbnops"] / pair["fbnops"]  # the pair's ratio
-        nbytes = case.data["x"].nbytes
         # grad: read x, dy twice, write dx; forward: read x three times (sum, centered squares, y), write y
         moved = (5 if case.op == "grad" else 4) * nbytes
         gbs = moved / times["fbnops"] / 1e9
-        stream = stream_bandwidth(max(nbytes, 1 << 20), args.threads)
+        stream = 3 * nbytes / floor / 1e9
         line = f"{case.label:48s} {times['fbnops'] * 1e3:8.3f}m"
-        row = {"case": case.label, "fbnops_ms": times["fbnops"] * 1e3, "gbs": gbs, "stream_gbs": stream}
+        row = {
+            "case": case.label,
+            "fbnops_ms": times["fbnops"] * 1e3,
+            "gbs": gbs,
+            "stream_gbs": stream,
+            "floor_ms": floor * 1e3,
+        }
+        if case.op == "grad" and "torch" in times:
+            row["torch_floor"] = times["torch"] / floor
         for name in peers:
             if name in times:
                 ratio = times["fbnops"] / times[name]
@@ -388,7 +407,8 @@ def main(argv=None) -> int:
                 row[f"{name}_ms"], row[f"ratio_{name}"] = times[name] * 1e3, ratio
             else:
                 line += f" {'-':>9s} {'-':>6s}"
-        line += f" {gbs:6.1f} {stream:6.1f} {100 * gbs / stream:4.0f}"
+        line += f" {gbs:6.1f} {stream:6.1f} {100 * gbs / stream:4.0f} {floor * 1e3:8.3f}m"
+        line += f" {row['torch_floor']:5.2f}" if "torch_floor" in row else f" {'-':>5s}"
         print(line, flush=True)
         rows.append(row)
         case.data.clear()
@@ -404,6 +424,14 @@ def main(argv=None) -> int:
                 ratios.setdefault(key, []).append(r[f"ratio_{name}"])
         for key, v in ratios.items():
             print(f"# vs {name:5s} {key:18s} worst ratio {max(v):.2f}  median {statistics.median(v):.2f}")
+    grads = [r for r in rows if "torch_floor" in r]
+    if grads:
+        unreachable = [" ".join(r["case"].split()[1:]) for r in grads if r["torch_floor"] < 2]
+        print(f"# torch within 2x of the floor (fbnops/torch <= 0.5 out of reach): {len(unreachable)} of {len(grads)}")
+        for label in unreachable:
+            print(f"#   {label}")
+        within = sum(r["ratio_torch"] <= 0.5 for r in grads)
+        print(f"# fbnops/torch <= 0.5 on {within} of {len(grads)} gradient cases")
     for name in BACKEND_PEERS:
         slower = [1 / r[f"ratio_{name}"] for r in rows if f"ratio_{name}" in r]
         if slower:
@@ -427,7 +455,7 @@ def main(argv=None) -> int:
 
 
 def plot(rows: list[dict], peers: list[str], path: str) -> None:
-    """Times per case (log scale) for fbnops and each peer, with the streaming-bandwidth bound."""
+    """Times per case (log scale) for fbnops and each peer, with the streaming floor."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -441,8 +469,8 @@ def plot(rows: list[dict], peers: list[str], path: str) -> None:
     for k, name in enumerate(names):
         key = "fbnops_ms" if name == "fbnops" else f"{name}_ms"
         ax.barh(y + k * height, [r.get(key, np.nan) for r in rows], height, label=name)
-    bound = [r["fbnops_ms"] * r["gbs"] / r["stream_gbs"] for r in rows]  # bytes moved / stream bandwidth
-    ax.barh(y + len(names) * height, bound, height, label="bandwidth bound", color="0.6")
+    floor = [r["floor_ms"] for r in rows]  # read x and dy, write dx, at streaming speed
+    ax.barh(y + len(names) * height, floor, height, label="floor (stream 2 in, 1 out)", color="0.6")
     ax.set_yticks(y + 0.4, labels, fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log")

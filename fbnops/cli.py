@@ -298,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="3 rounds, float32 gradient only")
     b.add_argument("--peers", default="torch,tf,ref,numba", help="comma-separated peers")
     b.add_argument("--rounds", type=int, default=9)
-    b.add_argument("--plot", metavar="FILE.png", help="also plot the times against the bandwidth bound")
+    b.add_argument("--plot", metavar="FILE.png", help="also plot the times against the streaming floor")
     b.add_argument("--json", metavar="FILE", help="write the results as JSON")
     b.set_defaults(fn=cmd_bench)
 

@@ -213,3 +213,8 @@ def test_bench_quick_runs_with_progress_and_table():
     r = fbnops_cli("bench", "--quick", "--peers", "ref", "--rounds", "1")
     assert r.returncode == 0, r.stderr
     assert "ratio" in r.stdout and "# raw_ops call" in r.stdout
+    assert "floor" in r.stdout.splitlines()[2]  # the streaming floor column
+    rows = [line for line in r.stdout.splitlines() if line.startswith("grad ")]
+    assert len(rows) == 10
+    for row in rows:  # fbnops time, then ref time and ratio, ..., the floor in ms: all positive
+        assert float(row.split()[-2].rstrip("m")) > 0
