@@ -72,11 +72,22 @@ def _check_channel_count(name: str, arr: np.ndarray, channels: int, op: str, pre
         )
 
 
+_ARG_KINDS: dict[str, tuple[tuple[str, ...], tuple]] = {}  # per spec: tensor input names, channel-vector args
+
+
+def _arg_kinds(spec: OpSpec) -> tuple[tuple[str, ...], tuple]:
+    kinds = _ARG_KINDS.get(spec.name)
+    if kinds is None:
+        tensors = tuple(a.name for a in spec.inputs if a.kind == "tensor")
+        vectors = tuple(a for a in spec.inputs if a.kind == "channels")
+        kinds = _ARG_KINDS[spec.name] = (tensors, vectors)
+    return kinds
+
+
 def _check_shapes(spec: OpSpec, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> None:
     """TensorFlow's kernel validation (tf_semantics.md section 1.6), spec-driven."""
     op = spec.name
-    tensors = [a.name for a in spec.inputs if a.kind == "tensor"]
-    vectors = [a for a in spec.inputs if a.kind == "channels"]
+    tensors, vectors = _arg_kinds(spec)
     for name in tensors:
         _check_tensor_rank(name, arrays[name], op)
     for arg in vectors:
