@@ -33,7 +33,13 @@ def allowed(attr) -> str:
 def op_page(spec: OpSpec) -> str:
     s = spec.surfaces
     ins, outs = spec.input_names, spec.output_names
-    py_sig = f"fbnops.raw_ops.{spec.name}{inspect.signature(getattr(fbnops.raw_ops, spec.name))}"
+    params = inspect.signature(getattr(fbnops.raw_ops, spec.name)).parameters.values()
+    # one parameter per line: the signature reads without scrolling sideways
+    py_sig = f"fbnops.raw_ops.{spec.name}(\n        *,\n" + "".join(
+        f"        {p.name}: {p.annotation}{'' if p.default is p.empty else f' = {p.default!r}'},\n"
+        for p in params
+        if p.kind is p.KEYWORD_ONLY
+    ) + "    )"
     cc_attrs = "".join(f".{pascal(a.name)}(...)" for a in spec.attrs[:2])
     lines = [
         f"# {spec.name}",
