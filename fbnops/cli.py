@@ -1,17 +1,22 @@
 """The ``fbnops`` command line.
 
-    fbnops demo                      build FusedBatchNormV3 and its gradient with the builders, run, check
+    fbnops demo [--ranks N]          FusedBatchNormV3 and its gradient with the builders, run, checked
     fbnops run FILE [-o out.npz]     scripted builder calls (JSON/YAML) or a GraphDef .pbtxt
-    fbnops bench [--plot FILE.png]   the benchmark against PyTorch / TensorFlow / NumPy
+    fbnops bench [--peers ...]       the benchmark against PyTorch, TensorFlow, oneDNN and the floor
     fbnops check [--shape ...]       finite-difference gradient checks and backend agreement
+    fbnops explain [--shape ...]     every intermediate of the forward and the gradient, with numbers
     fbnops info                      version, backends, OpenMP, threads, SIMD build
 
-Exit codes: 0 success, 1 a check failed, 2 bad usage or bad input.
+Exit codes: 0 success, 1 a check failed (or a benchmark regression), 2 bad usage or bad
+input (one line ``fbnops: error: ...`` on stderr, never a traceback), 130 interrupted,
+141 the reader of stdout went away (``fbnops check | head``: quiet).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
 import sys
 import time
@@ -22,7 +27,19 @@ import numpy as np
 import fbnops
 from fbnops.framework import dtypes
 
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
+BACKENDS = ("cython", "numba", "reference")
+FORMATS = ("NHWC", "NCHW", "NDHWC", "NCDHW")
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+class UsageError(Exception):
+    """A user mistake found by a command (exit 2, one line)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, like the command's own errors; argparse exits 2
+        self.exit(EXIT_BAD_INPUT, f"fbnops: error: {message} (see '{self.prog} --help')\n")
 
 
 def _summary(name: str, a: np.ndarray) -> str:
@@ -36,42 +53,17 @@ def _summary(name: str, a: np.ndarray) -> str:
     return head + f" mean {f.mean():+.5f}  std {f.std():.5f}  min {f.min():+.4f}  max {f.max():+.4f}"
 
 
-def _loss_and_grad_check(x, w, scale, offset, eps, data_format, is_training, mean, var, grads, n_points, rng):
-    """Max relative error of the op's gradients against central differences of the float64 forward."""
-    from fbnops.kernels import reference
-    from fbnops.ops.batch_norm import canonical_view
-
-    view = canonical_view(x.shape, data_format)
-    x64, w64 = x.astype(np.float64), w.astype(np.float64)
-
-    def loss(xv, sv, ov):
-        y, _, _ = reference.batch_norm(
-            xv.reshape(view), sv, ov, mean, var, epsilon=eps, is_training=is_training, compute=np.float64
-        )
-        return float(np.sum(y.reshape(x.shape) * w64))
-
-    h, worst = 1e-4, 0.0
-    dx, dscale, doffset = grads
-    for _ in range(n_points):
-        idx = tuple(int(rng.integers(d)) for d in x.shape)
-        xp, xm = x64.copy(), x64.copy()
-        xp[idx] += h
-        xm[idx] -= h
-        num = (loss(xp, scale, offset) - loss(xm, scale, offset)) / (2 * h)
-        worst = max(worst, abs(num - float(dx[idx])) / max(1e-2, abs(num)))
-    for k in range(scale.shape[0]):
-        e = np.zeros(scale.shape[0])
-        e[k] = h
-        for which, got in (("scale", dscale[k]), ("offset", doffset[k])):
-            plus = (x64, scale + e, offset) if which == "scale" else (x64, scale, offset + e)
-            minus = (x64, scale - e, offset) if which == "scale" else (x64, scale, offset - e)
-            num = (loss(*plus) - loss(*minus)) / (2 * h)
-            worst = max(worst, abs(num - float(got)) / max(1e-2, abs(num)))
-    return worst
+def _print_json(doc) -> None:
+    json.dump(doc, sys.stdout, indent=1)
+    print()
 
 
 def cmd_demo(args) -> int:
     """FusedBatchNormV3 and its gradient built with the graph builders, run, and checked."""
+    if args.ranks is not None:
+        return _distributed_demo(args.ranks)
+    from fbnops.tools.check import gradient_error
+
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     shape = (4, 5, 5, 3)  # NHWC: a small batch with a visible per-channel offset and spread
@@ -91,30 +83,22 @@ def cmd_demo(args) -> int:
         {"epsilon": 1e-3},
     )
     params = [bn.inputs[1], bn.inputs[2]]
-    dx, dscale, doffset = fbnops.gradients(bn.outputs[0], [xp, *params], grad_ys=[scope.constant(w, name="dy")])
+    dx, _, _ = fbnops.gradients(bn.outputs[0], [xp, *params], grad_ys=[scope.constant(w, name="dy")])
     grad_op = dx.op
     values = fbnops.Session(scope.graph).run([*bn.outputs, *grad_op.outputs], {xp: x})
 
-    print(
-        f"fbnops {fbnops.__version__} demo   backend: {args.backend or fbnops.get_backend()}   "
-        f"threads: {fbnops.get_num_threads()}"
-    )
+    backend = args.backend or fbnops.get_backend()
+    print(f"fbnops {fbnops.__version__} demo   backend: {backend}   threads: {fbnops.get_num_threads()}")
     print(f"graph: {len(scope.graph)} ops, e.g. {bn.name} ({bn.type}) -> {grad_op.name} ({grad_op.type})")
     print(f"FusedBatchNormV3  x {list(shape)} float NHWC, is_training=True, epsilon=0.001")
+    fwd_names = "y batch_mean batch_variance reserve_space_1 reserve_space_2 reserve_space_3".split()
     for out, v in zip(bn.outputs, values[:6], strict=True):
-        print(
-            _summary(
-                out.name.split(":")[0]
-                + "."
-                + ("y batch_mean batch_variance reserve_space_1 reserve_space_2 reserve_space_3".split()[out.index]),
-                v,
-            )
-        )
+        print(_summary(f"{bn.name}.{fwd_names[out.index]}", v))
     print("FusedBatchNormGradV3  (added by fbnops.gradients; fed the forward's reserve spaces)")
     names = "x_backprop scale_backprop offset_backprop reserve_space_4 reserve_space_5".split()
     for name, v in zip(names, values[6:], strict=True):
         print(_summary(name, v))
-    worst = _loss_and_grad_check(x, w, scale, offset, 1e-3, "NHWC", True, None, None, values[6:9], 8, rng)
+    worst = gradient_error(x, w, scale, offset, None, None, 1e-3, 3, True, values[6:9], 8, rng)
     ok = worst < 1e-3
     print(
         f"finite-difference check of d(sum(y*dy)) / d(x, scale, offset): max rel err {worst:.1e}  "
@@ -124,40 +108,55 @@ def cmd_demo(args) -> int:
     return EXIT_OK if ok else EXIT_CHECK_FAILED
 
 
+def _distributed_demo(ranks: int) -> int:
+    try:
+        from fbnops.distributed.demo import main as distributed_main
+    except ImportError as e:
+        raise UsageError(f"--ranks needs the synchronized batch norm (fbnops.distributed.demo): {e}") from None
+    return distributed_main(ranks)
+
+
 def cmd_run(args) -> int:
-    from fbnops import runfile
+    from fbnops.tools import runfile
 
     path = Path(args.file)
-    try:
-        if path.suffix == ".pbtxt":
-            feeds = {}
-            for f in args.feed or []:
-                name, sep, file = f.partition("=")
-                if not sep:
-                    raise runfile.RunFileError("--feed", f"expected NAME=FILE.npy, got {f!r}")
-                feeds[name] = file
-            results = runfile.run_pbtxt(path, feeds, args.fetch or [], args.backend)
-        else:
-            if args.feed or args.fetch:
-                raise runfile.RunFileError("--feed/--fetch", "only for GraphDef (.pbtxt) files")
-            results = runfile.run_file(path, args.backend)
-        out = Path(args.output) if args.output else path.with_suffix(".out.npz")
-        runfile.save_atomically(results, out)
-    except runfile.RunFileError as e:
-        print(f"fbnops run: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    out = Path(args.output) if args.output else path.with_suffix(".out.npz")
+    runfile.check_writable(out)  # before any work
+    if path.suffix == ".pbtxt":
+        feeds = {}
+        for f in args.feed or []:
+            name, sep, file = f.partition("=")
+            if not sep or not name or not file:
+                raise UsageError(f"--feed expects NAME=FILE.npy, got {f!r}")
+            feeds[name] = file
+        results = runfile.run_pbtxt(path, feeds, args.fetch or [], args.backend)
+    else:
+        if args.feed or args.fetch:
+            raise UsageError(
+                "--feed/--fetch are for GraphDef (.pbtxt) files; a run file lists its own inputs and fetch"
+            )
+        results = runfile.run_file(path, args.backend)
+    runfile.save_npz(results, out)
+    if args.json:
+        _print_json({"output": str(out), "arrays": {k: {"shape": list(v.shape), "dtype": dtypes.tf_name(v.dtype)}
+                                                     for k, v in results.items()}})  # fmt: skip
+        return EXIT_OK
     for name, v in results.items():
         print(_summary(name, v))
+    widened = [k for k, v in results.items() if v.dtype == dtypes.bfloat16]
     print(f"saved {len(results)} arrays to {out}")
+    if widened:
+        print(f"note: bfloat16 arrays {widened} are stored as float32 (exact); runfile.load_npz restores them")
     return EXIT_OK
 
 
 def cmd_bench(args) -> int:
-    from fbnops import bench
+    from fbnops.tools.bench.__main__ import BenchUsageError, run
 
-    argv = ["--progress"] + (["--quick"] if args.quick else []) + (["--plot", args.plot] if args.plot else [])
-    argv += ["--peers", args.peers, "--rounds", str(args.rounds)] + (["--json", args.json] if args.json else [])
-    return bench.main(argv)
+    try:
+        return run(args, threads=args.threads)
+    except BenchUsageError as e:
+        raise UsageError(str(e)) from None
 
 
 def _parse_shape(text: str) -> tuple[int, ...]:
@@ -165,103 +164,62 @@ def _parse_shape(text: str) -> tuple[int, ...]:
         shape = tuple(int(d) for d in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"shape must be comma-separated integers, got {text!r}") from None
-    if len(shape) not in (4, 5) or any(d < 1 or d > 4096 for d in shape) or np.prod(shape) > 1 << 22:
-        raise argparse.ArgumentTypeError("shape must have 4 or 5 dims of 1..4096 and at most 2**22 elements")
+    if len(shape) not in (4, 5) or any(d < 1 or d > 4096 for d in shape) or np.prod(shape) > 1 << 16:
+        raise argparse.ArgumentTypeError(
+            f"shape must have 4 or 5 dims of 1..4096 and at most 2**16 elements, got {text!r}"
+        )
     return shape
 
 
+def _layout(shape: tuple[int, ...], data_format: str) -> str:
+    """NHWC/NCHW name 4-D shapes; a 5-D shape takes the 3-D name of the same family."""
+    if len(shape) == 5 and data_format in ("NHWC", "NCHW"):
+        return {"NHWC": "NDHWC", "NCHW": "NCDHW"}[data_format]
+    if len(shape) != (5 if data_format in ("NDHWC", "NCDHW") else 4):
+        raise UsageError(f"--data-format {data_format} needs a {5 if data_format[2] == 'D' else 4}-D --shape")
+    return data_format
+
+
 def cmd_check(args) -> int:
-    """For each backend: finite-difference gradient check; then agreement between backends."""
-    rng = np.random.default_rng(args.seed)
-    fmt = args.data_format
-    if len(args.shape) == 5 and fmt in ("NHWC", "NCHW"):
-        fmt = {"NHWC": "NDHWC", "NCHW": "NCDHW"}[fmt]
-    if len(args.shape) != (5 if fmt in ("NDHWC", "NCDHW") else 4):
-        print(
-            f"fbnops check: error: data_format {fmt} needs a {5 if fmt in ('NDHWC', 'NCDHW') else 4}-D shape",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_INPUT
-    c = args.shape[1] if fmt.startswith("NC") else args.shape[-1]
-    dt = dtypes.from_tf_name({"float32": "float", "float16": "half", "bfloat16": "bfloat16"}[args.dtype])
-    x = rng.standard_normal(args.shape).astype(dt)
-    w = rng.standard_normal(args.shape).astype(dt)
-    scale = (rng.random(c) + 0.5).astype(np.float32)
-    offset = rng.standard_normal(c).astype(np.float32)
-    mean, var = (rng.standard_normal(c) * 0.1).astype(np.float32), (rng.random(c) + 0.5).astype(np.float32)
-    tol = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 1e-1}[args.dtype]
-    failed = False
-    results = {}
-    print(f"fbnops check: shape {list(args.shape)} {fmt} {args.dtype}, tolerance {tol:g}")
-    for backend in args.backends or fbnops.available_backends():
-        with fbnops.backend(backend):
-            for training in (True, False):
-                fwd = fbnops.raw_ops.FusedBatchNormV3(
-                    x=x,
-                    scale=scale,
-                    offset=offset,
-                    mean=mean,
-                    variance=var,
-                    data_format=fmt,
-                    is_training=training,
-                    epsilon=1e-3,
-                )
-                g = fbnops.raw_ops.FusedBatchNormGradV3(
-                    y_backprop=w,
-                    x=x,
-                    scale=scale,
-                    reserve_space_1=fwd.reserve_space_1,
-                    reserve_space_2=fwd.reserve_space_2,
-                    reserve_space_3=fwd.reserve_space_3,
-                    epsilon=1e-3,
-                    data_format=fmt,
-                    is_training=training,
-                )
-                results[(backend, training)] = g
-                err = _loss_and_grad_check(
-                    x.astype(np.float64),
-                    w.astype(np.float64),
-                    scale,
-                    offset,
-                    1e-3,
-                    fmt,
-                    training,
-                    mean,
-                    var,
-                    g[:3],
-                    args.points,
-                    rng,
-                )
-                ok = err < tol
-                failed |= not ok
-                print(
-                    f"  {backend:9s} {'training' if training else 'frozen  '}  gradient vs finite differences: "
-                    f"max rel err {err:.1e}  {'OK' if ok else 'FAILED'}"
-                )
-    for training in (True, False):
-        base = results[("reference", training)] if ("reference", training) in results else None
-        for (backend, t), g in results.items():
-            if t != training or base is None or backend == "reference":
-                continue
-            ref = base.x_backprop.astype(np.float64)
-            err = float(np.max(np.abs(g.x_backprop.astype(np.float64) - ref)) / max(np.max(np.abs(ref)), 1e-30))
-            ok = err < tol
-            failed |= not ok
-            print(
-                f"  {backend:9s} {'training' if training else 'frozen  '}  agreement with reference: "
-                f"max rel err {err:.1e}  {'OK' if ok else 'FAILED'}"
-            )
+    from fbnops.tools._progress import progress
+    from fbnops.tools.check import run_checks
+
+    fmt = _layout(args.shape, args.data_format)
+    backends = args.backends or fbnops.available_backends()
+    missing = [b for b in backends if b not in fbnops.available_backends()]
+    if missing:
+        raise UsageError(f"backend(s) {missing} not available here; available: {fbnops.available_backends()}")
+    if not args.json:
+        print(f"fbnops check: shape {list(args.shape)} {fmt} {args.dtype}", flush=True)
+    with progress(2 * len(backends), "gradient checks") as bar:
+        results = run_checks(args.shape, fmt, args.dtype, backends, args.points, args.seed, bar.advance)
+    failed = not all(r.ok for r in results)
+    if args.json:
+        _print_json({"shape": list(args.shape), "data_format": fmt, "dtype": args.dtype, "ok": not failed,
+                     "results": [{**r.__dict__, "ok": r.ok} for r in results]})  # fmt: skip
+    else:
+        print("\n".join(r.line() for r in results))
     return EXIT_CHECK_FAILED if failed else EXIT_OK
+
+
+def cmd_explain(args) -> int:
+    from fbnops.tools.explain import example_inputs, explain
+
+    fmt = _layout(args.shape, args.data_format)
+    dt = dtypes.from_tf_name({"float32": "float", "float16": "half"}.get(args.dtype, args.dtype))
+    inp = example_inputs(args.shape, fmt, args.seed, dt)
+    e = explain(inp["x"], inp["dy"], inp["scale"], inp["offset"], mean=inp["mean"], variance=inp["variance"],
+                epsilon=args.epsilon, data_format=fmt, is_training=not args.frozen)  # fmt: skip
+    if args.json:
+        _print_json(e.to_dict())
+    else:
+        sys.stdout.write(e.to_markdown() if args.markdown else e.to_text())
+    return EXIT_OK if e.ok else EXIT_CHECK_FAILED
 
 
 def cmd_info(args) -> int:
     from fbnops.framework.registry import _BACKEND_MODULES, _LOAD_ERRORS
 
-    print(f"fbnops {fbnops.__version__}  (Python {platform.python_version()}, NumPy {np.__version__})")
-    backends = fbnops.available_backends()
-    for name in _BACKEND_MODULES:
-        state = "available" if name in backends else f"missing ({_LOAD_ERRORS.get(name, '?')})"
-        print(f"  backend {name:9s} {state}{'  [default]' if name == fbnops.get_backend() else ''}")
     try:
         from fbnops.kernels import cython_backend
 
@@ -269,66 +227,109 @@ def cmd_info(args) -> int:
         simd = cython_backend.SIMD_VARIANT
     except ImportError:
         openmp, simd = "n/a (Cython kernels not built)", "n/a"
+    available = fbnops.available_backends()
+    backends = {name: "available" if name in available else f"missing ({_LOAD_ERRORS.get(name, '?')})"
+                for name in _BACKEND_MODULES}  # fmt: skip
+    if args.json:
+        _print_json({"version": fbnops.__version__, "python": platform.python_version(), "numpy": np.__version__,
+                     "backends": backends, "default_backend": fbnops.get_backend(), "openmp": openmp,
+                     "threads": fbnops.get_num_threads(), "simd": simd})  # fmt: skip
+        return EXIT_OK
+    print(f"fbnops {fbnops.__version__}  (Python {platform.python_version()}, NumPy {np.__version__})")
+    for name, state in backends.items():
+        print(f"  backend {name:9s} {state}{'  [default]' if name == fbnops.get_backend() else ''}")
     print(f"  OpenMP    {openmp}")
     print(f"  threads   {fbnops.get_num_threads()}  (fbnops.set_num_threads / FBNOPS_NUM_THREADS)")
     print(f"  SIMD      {simd} build of the Cython kernels  (FBNOPS_SIMD=baseline forces the portable one)")
     return EXIT_OK
 
 
+def _shape_arguments(p, default: str, backend_choice: bool = True) -> None:
+    p.add_argument(
+        "--shape", type=_parse_shape, default=_parse_shape(default), help=f"comma-separated (default {default})"
+    )
+    p.add_argument("--data-format", default="NHWC", choices=FORMATS)
+    p.add_argument("--dtype", default="float32", choices=DTYPES)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fbnops", description="The batch-norm gradient operator, seen through five APIs.")
+    from fbnops.tools.bench.__main__ import add_arguments as bench_arguments
+
+    p = _Parser(prog="fbnops", description="The batch-norm gradient operator, seen through five APIs.")
     p.add_argument("--version", action="version", version=f"fbnops {fbnops.__version__}")
     p.add_argument("--threads", type=int, help="kernel threads (default: the cores this process may use)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    backends = ["cython", "numba", "reference"]
 
     d = sub.add_parser("demo", help="build and run FusedBatchNormV3 + its gradient, with a finite-difference check")
-    d.add_argument("--backend", choices=backends, help="kernel backend (default: the fastest available)")
+    d.add_argument("--backend", choices=BACKENDS, help="kernel backend (default: the fastest available)")
+    d.add_argument("--ranks", type=int, metavar="N", help="the synchronized batch norm over N ranks instead")
     d.set_defaults(fn=cmd_demo)
 
     r = sub.add_parser("run", help="run scripted builder calls (JSON/YAML) or a GraphDef .pbtxt; save an .npz")
-    r.add_argument("file", help="run file (.json, .yaml) or GraphDef (.pbtxt)")
-    r.add_argument("-o", "--output", help="output .npz (default: FILE.out.npz)")
-    r.add_argument("--backend", choices=backends, help="kernel backend for every op")
+    r.add_argument("file", help="run file (.json, .yaml; format: docs/runfile.md) or GraphDef (.pbtxt)")
+    r.add_argument("-o", "--output", help="output .npz (default: FILE.out.npz); bfloat16 is stored as float32")
+    r.add_argument("--backend", choices=BACKENDS, help="kernel backend for every op")
     r.add_argument("--feed", action="append", metavar="NAME=FILE.npy", help="(.pbtxt) feed a placeholder")
-    r.add_argument("--fetch", action="append", metavar="OP:INDEX", help="(.pbtxt) output to fetch")
+    r.add_argument("--fetch", action="append", metavar="NAME", help="(.pbtxt) op or op:index to fetch (op = op:0)")
+    r.add_argument("--json", action="store_true", help="list the saved arrays as JSON on stdout")
     r.set_defaults(fn=cmd_run)
 
-    b = sub.add_parser("bench", help="benchmark against PyTorch, TensorFlow and NumPy (peers that are installed)")
-    b.add_argument("--quick", action="store_true", help="3 rounds, float32 gradient only")
-    b.add_argument("--peers", default="torch,tf,ref,numba", help="comma-separated peers")
-    b.add_argument("--rounds", type=int, default=9)
-    b.add_argument("--plot", metavar="FILE.png", help="also plot the times against the streaming floor")
-    b.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    b = sub.add_parser("bench", help="benchmark against PyTorch, TensorFlow, oneDNN (those installed) and the floor")
+    bench_arguments(b, threads=False)
     b.set_defaults(fn=cmd_bench)
 
     c = sub.add_parser("check", help="gradient checks and backend agreement on a chosen shape")
-    c.add_argument("--shape", type=_parse_shape, default=(4, 5, 5, 3), help="comma-separated, e.g. 4,5,5,3")
-    c.add_argument("--data-format", default="NHWC", choices=["NHWC", "NCHW", "NDHWC", "NCDHW"])
-    c.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
-    c.add_argument("--backends", nargs="+", choices=backends)
+    _shape_arguments(c, "4,5,5,3")
+    c.add_argument("--backends", nargs="+", choices=BACKENDS, help="default: every available backend")
     c.add_argument("--points", type=int, default=6, help="x entries to check by finite differences")
-    c.add_argument("--seed", type=int, default=0)
     c.set_defaults(fn=cmd_check)
 
+    e = sub.add_parser("explain", help="every intermediate of the forward and the gradient for a small input")
+    _shape_arguments(e, "2,2,2,3")
+    e.add_argument("--epsilon", type=float, default=1e-3)
+    e.add_argument("--frozen", action="store_true", help="is_training=False: the running statistics are given")
+    e.add_argument("--markdown", action="store_true", help="Markdown with LaTeX formulas (the docs' format)")
+    e.set_defaults(fn=cmd_explain)
+
     i = sub.add_parser("info", help="version, backends, OpenMP, thread count, SIMD build")
+    i.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     i.set_defaults(fn=cmd_info)
     return p
 
 
+def _user_error(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.strerror}: {e.filename}" if e.filename else e.strerror
+    return str(e) or type(e).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "fn", None):
-        parser.print_help()
-        return EXIT_BAD_INPUT
     try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "fn", None):
+            parser.print_help(sys.stderr)
+            return EXIT_BAD_INPUT
         if args.threads is not None:
             fbnops.set_num_threads(args.threads)
         return args.fn(args)
-    except (fbnops.errors.OpError, ValueError) as e:
-        print(f"fbnops: error: {e}", file=sys.stderr)
+    except (UsageError, fbnops.errors.OpError, ValueError, MemoryError, OSError) as e:
+        if isinstance(e, BrokenPipeError):
+            return _quiet_broken_pipe()
+        print(f"fbnops: error: {_user_error(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("fbnops: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader went away (``| head``): no message, and no second error when Python flushes stdout."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -437,7 +437,7 @@ def _run_runfile(op_type, built):
     import tempfile
     from pathlib import Path
 
-    from fbnops import runfile
+    from fbnops.tools import runfile
 
     with tempfile.TemporaryDirectory() as tmp:
         refs = {}

@@ -1,0 +1,232 @@
+"""``fbnops bench`` / ``python -m fbnops.tools.bench``: fbnops side by side with its peers.
+
+    fbnops bench                          # every installed peer, every case
+    fbnops bench --quick                  # 3 rounds, float32 gradient only
+    fbnops bench --peers torch,onednn     # only some peers (each must be installed)
+    fbnops bench --json new.json --compare old.json   # exit 1 on a regression
+    fbnops bench --plot perf.png          # also draw the times against the streaming floor
+
+Every argument is checked before the first case runs: unknown or missing peers, a plot
+without matplotlib, output directories that cannot be written, a comparison file that
+cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import fbnops
+
+from .._arrays import ArrayFileError, check_writable
+from .._progress import progress
+from . import report
+from .accuracy import accuracy
+from .cases import DTYPES, LAYOUTS, OPS, SHAPES, Case, make_cases, parse_shapes
+from .peers import PEERS, fbnops_call
+from .timing import floor_calls, interleaved, paired_ratio, tiny_call_cost
+
+DEFAULT_ROUNDS = 9
+
+
+class BenchUsageError(ValueError):
+    """A bad benchmark argument, found before anything is timed."""
+
+
+def _list(allowed):
+    def parse(text: str) -> list[str]:
+        items = [s for s in text.split(",") if s]
+        bad = [s for s in items if s not in allowed]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(allowed)}; got {text!r}")
+        return items
+
+    return parse
+
+
+def _shapes(text: str):
+    try:
+        return parse_shapes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return int(text)
+
+
+def add_arguments(p: argparse.ArgumentParser, threads: bool = True) -> None:
+    p.add_argument(
+        "--peers", default="auto", help=f"comma-separated, of {', '.join(PEERS)} (default: the installed ones)"
+    )
+    rounds = p.add_mutually_exclusive_group()
+    rounds.add_argument("--rounds", type=_positive, help=f"interleaved rounds per case (default {DEFAULT_ROUNDS})")
+    rounds.add_argument("--quick", action="store_true", help="3 rounds, float32 gradient only, no accuracy test")
+    p.add_argument("--ops", type=_list(OPS), default=list(OPS), help="grad,forward")
+    p.add_argument("--dtypes", type=_list(DTYPES), default=["float32", "bfloat16"], help="float32,bfloat16,float16")
+    p.add_argument("--layouts", type=_list(LAYOUTS), default=list(LAYOUTS), help="NHWC,NCHW")
+    p.add_argument("--shapes", type=_shapes, default=SHAPES, metavar="N,H,W,C;...", help="default: 5 ResNet shapes")
+    if threads:
+        p.add_argument("--threads", type=_positive, help="kernel threads of every peer (default: fbnops' default)")
+    p.add_argument("--json", metavar="FILE", help="write the results (and the machine) as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="plot the times against the streaming floor (needs matplotlib)")
+    p.add_argument("--compare", metavar="OLD.json", help="compare with an earlier --json file; exit 1 on a regression")
+    p.add_argument("--threshold", type=float, default=10.0, metavar="PCT", help="slowdown that counts (default 10)")
+
+
+def _peers(text: str) -> list[str]:
+    if text == "auto":
+        return [name for name, peer in PEERS.items() if peer.missing() is None]
+    names = [s for s in text.split(",") if s]
+    unknown = [n for n in names if n not in PEERS]
+    if unknown or not names:
+        raise BenchUsageError(f"unknown peer(s) {unknown or text!r}; known: {', '.join(PEERS)}")
+    for name in names:
+        reason = PEERS[name].missing()
+        if reason:
+            raise BenchUsageError(f"peer {name!r} cannot run: {reason}")
+    return names
+
+
+def _check_output(path: str | None, option: str) -> None:
+    if path:
+        try:
+            check_writable(Path(path))
+        except ArrayFileError as e:
+            raise BenchUsageError(f"{option}: {e}") from None
+
+
+def _read_old(path: str | None) -> dict | None:
+    if path is None:
+        return None
+    try:
+        old = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise BenchUsageError(f"--compare: cannot read {path}: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise BenchUsageError(f"--compare: {path} is not a benchmark JSON file ({e})") from None
+    if not isinstance(old, dict) or not isinstance(old.get("rows"), list):
+        raise BenchUsageError(f"--compare: {path} has no 'rows'; write one with --json")
+    return old
+
+
+def validate(args) -> tuple[list[str], list[Case], dict | None]:
+    """Everything that can be wrong with the arguments, before anything runs."""
+    peers = _peers(args.peers)
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        raise BenchUsageError("--plot needs matplotlib: pip install 'fbnops[bench]'")
+    _check_output(args.json, "--json")
+    _check_output(args.plot, "--plot")
+    old = _read_old(args.compare)
+    ops, dtypes_ = (["grad"], ["float32"]) if args.quick else (args.ops, args.dtypes)
+    return peers, make_cases(ops, dtypes_, args.shapes, args.layouts), old
+
+
+def measure(case: Case, peers: list[str], rounds: int, threads: int) -> dict:
+    """One table row: every peer and the floor in the same interleaved rounds."""
+    calls = {"fbnops": fbnops_call(case)}
+    backends = {}
+    for name in peers:
+        fn = PEERS[name].factory(case)
+        if fn is not None:
+            (backends if PEERS[name].backend else calls)[name] = fn
+    floors = floor_calls(case.data["x"].nbytes, threads)
+    samples = interleaved({**calls, **floors}, rounds)
+    floor = type(samples["floor"])(tuple(map(min, samples.pop("floor").times, samples.pop("floor_nt").times)))
+    ours = samples["fbnops"]
+    row = {"key": case.key, "case": case.label, "op": case.op, "shape": list(case.shape), "layout": case.layout,
+           "dtype": case.dtype, "fbnops_ms": ours.median * 1e3, "fbnops_spread": ours.spread}  # fmt: skip
+    for name, s in samples.items():
+        if name != "fbnops":
+            row[f"{name}_ms"], row[f"{name}_spread"] = s.median * 1e3, s.spread
+            row[f"ratio_{name}"], row[f"ratio_{name}_spread"] = paired_ratio(ours, s)
+    if backends:  # fbnops backends against the Cython one, without the frameworks in between
+        pair = interleaved({"fbnops": calls["fbnops"], **backends}, rounds)
+        for name in backends:
+            row[f"{name}_ms"] = pair[name].median / pair["fbnops"].median * ours.median * 1e3
+            row[f"{name}_spread"] = pair[name].spread
+            row[f"ratio_{name}"], row[f"ratio_{name}_spread"] = paired_ratio(pair["fbnops"], pair[name])
+    row["floor_ms"] = floor.median * 1e3
+    row["ratio_floor"], row["ratio_floor_spread"] = paired_ratio(ours, floor)
+    nbytes = case.data["x"].nbytes  # grad: read x, dy twice, write dx; forward: read x 3 times, write y
+    row["gbs"] = (5 if case.op == "grad" else 4) * nbytes / ours.median / 1e9
+    row["stream_gbs"] = 3 * nbytes / floor.median / 1e9
+    if "ratio_torch" in row:
+        row["torch_floor"] = row["torch_ms"] / row["floor_ms"]
+    return row
+
+
+def _write_json(doc: dict, path: str) -> None:
+    out = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent if str(out.parent) else ".")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def run(args, threads: int | None = None) -> int:
+    peers, cases, old = validate(args)
+    rounds = 3 if args.quick else args.rounds or DEFAULT_ROUNDS
+    threads = threads or getattr(args, "threads", None) or fbnops.get_num_threads()
+    fbnops.set_num_threads(threads)
+    for name in peers:
+        if PEERS[name].setup:
+            PEERS[name].setup(threads)
+    info = report.machine_info(threads, peers)
+    print("\n".join(report.header_lines(info, rounds, peers)))
+    print(report.table_header(peers), flush=True)
+    rows = []
+    with progress(len(cases), "benchmark") as bar:
+        for case in cases:
+            case.make()
+            rows.append(measure(case, peers, rounds, threads))
+            case.data.clear()
+            print(report.table_row(rows[-1], peers), flush=True)
+            bar.advance()
+    print("\n".join(["", *report.summary_lines(rows, peers, tuple(n for n in peers if PEERS[n].backend))]))
+    doc = {"machine": info, "rounds": rounds, "peers": peers, "rows": rows}
+    doc["tiny_us"] = tiny_call_cost(repeats=5 if args.quick else 15)
+    print(f"# raw_ops gradient call on a (2,4,4,8) tensor: {doc['tiny_us']:.1f} us (median of runs of 1000 calls)")
+    if not args.quick:
+        doc["accuracy"] = accuracy(peers)
+        for name, (ds, do) in doc["accuracy"].items():
+            print(
+                f"# accuracy x+1e4, N*H*W=2^20, vs float64: {name:6s} scale_backprop {ds:.2e}  offset_backprop {do:.2e}"
+            )
+    if args.json:
+        _write_json(doc, args.json)
+        print(f"# results written to {args.json}")
+    if args.plot:
+        report.plot(doc, args.plot)
+        print(f"# plot written to {args.plot}")
+    if old is not None:
+        lines, regressions = report.compare(rows, old, args.threshold / 100)
+        print("\n".join(["", f"# compared with {args.compare}", *lines]))
+        return 1 if regressions else 0
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m fbnops.tools.bench", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    args = p.parse_args(argv)
+    try:
+        return run(args)
+    except BenchUsageError as e:
+        print(f"{p.prog}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Timing: interleaved paired rounds, the streaming floor, the per-call cost of a tiny call.
+
+Every round calls each peer twice in a row (the order rotating from round to round) and
+times the second call.  The first lets the previous library's worker threads, still
+spinning on the cores, go idle, and brings this peer's data into cache, as in a loop of
+one library's ops.  All peers of a case run in the same rounds, so a ratio is taken per
+round (a pair measured seconds apart under the same machine conditions) and reported as
+the median of the per-round ratios with its interquartile spread.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+import fbnops
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Per-round times of one call, in seconds."""
+
+    times: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def spread(self) -> float:
+        """Half the interquartile range, relative to the median (0.03: +-3 %)."""
+        return _half_iqr(self.times) / self.median if self.median > 0 else 0.0
+
+
+def _half_iqr(values) -> float:
+    if len(values) < 2:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return (q3 - q1) / 2
+
+
+def paired_ratio(a: Sample, b: Sample) -> tuple[float, float]:
+    """Median and half-IQR of the per-round ratios a/b (rounds paired by index)."""
+    ratios = [x / y for x, y in zip(a.times, b.times, strict=True) if y > 0]
+    return statistics.median(ratios), _half_iqr(ratios)
+
+
+def interleaved(calls: dict[str, Callable], rounds: int) -> dict[str, Sample]:
+    """Per-round times of every call; in each round every call runs twice in a row, the second timed."""
+    for fn in calls.values():  # warm-up (JIT, allocator, caches, a oneDNN primitive's first run)
+        fn()
+    names = list(calls)
+    times: dict[str, list[float]] = {k: [] for k in calls}
+    for r in range(rounds):
+        for k in names[r % len(names) :] + names[: r % len(names)]:
+            calls[k]()
+            t0 = time.perf_counter()
+            calls[k]()
+            times[k].append(time.perf_counter() - t0)
+    return {k: Sample(tuple(v)) for k, v in times.items()}
+
+
+def _stream_add():
+    try:
+        from fbnops.kernels._cython._tools import stream_add
+    except ImportError:  # before the benchmark helpers left the production kernels
+        from fbnops.kernels._cython.batch_norm import stream_add
+    return stream_add
+
+
+def floor_calls(nbytes: int, threads: int) -> dict[str, Callable]:
+    """Read two arrays of ``nbytes``, write one: ``out = a + b`` with ordinary and with
+    non-temporal stores (the data that any batch-norm gradient must move)."""
+    stream_add = _stream_add()
+    n = max(nbytes // 4, 1)
+    a, b, out = np.ones(n, np.float32), np.ones(n, np.float32), np.empty(n, np.float32)
+    return {
+        "floor": lambda: stream_add(a, b, out, threads),
+        "floor_nt": lambda: stream_add(a, b, out, threads, True),
+    }
+
+
+def tiny_call_cost(repeats: int = 15, calls: int = 1000) -> float:
+    """Median microseconds of one raw_ops gradient call on a (2,4,4,8) tensor."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 4, 4, 8)).astype(np.float32)
+    dy = rng.standard_normal((2, 4, 4, 8)).astype(np.float32)
+    v = np.ones(8, np.float32)
+    r3 = np.zeros((), np.float32)
+
+    def call():
+        fbnops.raw_ops.FusedBatchNormGradV3(
+            y_backprop=dy, x=x, scale=v, reserve_space_1=v, reserve_space_2=v, reserve_space_3=r3
+        )
+
+    for _ in range(min(200, calls)):
+        call()
+    runs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            call()
+        runs.append((time.perf_counter() - t0) / calls * 1e6)
+    return statistics.median(runs)

@@ -1,0 +1,114 @@
+"""``fbnops check``: finite-difference gradient checks per backend, and backend agreement.
+
+The gradient of ``L = sum(y * w)`` is compared with central differences of the float64
+forward (in the tensor's own layout) at
+``points`` random entries of x and at every channel of scale and offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+import fbnops
+from fbnops.framework import dtypes
+
+TOLERANCE = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 1e-1}
+_TF = {"float32": "float", "float16": "half", "bfloat16": "bfloat16"}
+
+
+@dataclass(frozen=True)
+class Result:
+    backend: str
+    training: bool
+    what: str  # "finite differences" | "agreement with reference"
+    error: float
+    tolerance: float
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.error < self.tolerance)
+
+    def line(self) -> str:
+        mode = "training" if self.training else "frozen  "
+        return (
+            f"  {self.backend:9s} {mode}  {self.what:26s} max rel err {self.error:.1e}  {'OK' if self.ok else 'FAILED'}"
+        )
+
+
+def _forward64(x, scale, offset, mean, var, eps, channel_axis, training):
+    axes = tuple(a for a in range(x.ndim) if a != channel_axis)
+    shape = [1] * x.ndim
+    shape[channel_axis] = -1
+    if training:
+        mean, var = x.mean(axis=axes), x.var(axis=axes)
+    r = 1 / np.sqrt(np.asarray(var, np.float64) + eps)
+    return (x - np.reshape(mean, shape)) * np.reshape(scale * r, shape) + np.reshape(offset, shape)
+
+
+def gradient_error(x, w, scale, offset, mean, var, eps, channel_axis, training, grads, points, rng) -> float:
+    """Max relative error of ``grads = (dx, dscale, doffset)`` against central differences."""
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    s64, o64 = scale.astype(np.float64), offset.astype(np.float64)
+
+    def loss(xv, sv, ov):
+        return float(np.sum(_forward64(xv, sv, ov, mean, var, eps, channel_axis, training) * w64))
+
+    h, worst = 1e-4, 0.0
+    dx, dscale, doffset = grads
+
+    def bump(a, idx, step):
+        a = a.copy()
+        a[idx] += step
+        return a
+
+    for _ in range(points):
+        idx = tuple(int(rng.integers(d)) for d in x.shape)
+        num = (loss(bump(x64, idx, h), s64, o64) - loss(bump(x64, idx, -h), s64, o64)) / (2 * h)
+        worst = max(worst, abs(num - float(dx[idx])) / max(1e-2, abs(num)))
+    for k in range(scale.shape[0]):
+        for got, plus, minus in (
+            (dscale[k], (x64, bump(s64, k, h), o64), (x64, bump(s64, k, -h), o64)),
+            (doffset[k], (x64, s64, bump(o64, k, h)), (x64, s64, bump(o64, k, -h))),
+        ):
+            num = (loss(*plus) - loss(*minus)) / (2 * h)
+            worst = max(worst, abs(num - float(got)) / max(1e-2, abs(num)))
+    return worst
+
+
+def run_checks(shape, data_format, dtype, backends, points, seed, advance: Callable[[], None] = lambda: None):
+    """Every backend x mode: gradient vs finite differences, then agreement with the reference."""
+    rng = np.random.default_rng(seed)
+    channel_axis = 1 if data_format.startswith("NC") else len(shape) - 1
+    c = shape[channel_axis]
+    dt = dtypes.from_tf_name(_TF[dtype])
+    x, w = rng.standard_normal(shape).astype(dt), rng.standard_normal(shape).astype(dt)
+    scale, offset = (rng.random(c) + 0.5).astype(np.float32), rng.standard_normal(c).astype(np.float32)
+    mean, var = (rng.standard_normal(c) * 0.1).astype(np.float32), (rng.random(c) + 0.5).astype(np.float32)
+    tol, eps = TOLERANCE[dtype], 1e-3
+    results, grads = [], {}
+    for backend in backends:
+        with fbnops.backend(backend):
+            for training in (True, False):
+                common = dict(epsilon=eps, data_format=data_format, is_training=training)
+                fwd = fbnops.raw_ops.FusedBatchNormV3(
+                    x=x, scale=scale, offset=offset, mean=mean, variance=var, **common
+                )
+                g = fbnops.raw_ops.FusedBatchNormGradV3(
+                    y_backprop=w, x=x, scale=scale, reserve_space_1=fwd.reserve_space_1,
+                    reserve_space_2=fwd.reserve_space_2, reserve_space_3=fwd.reserve_space_3, **common,
+                )  # fmt: skip
+                grads[(backend, training)] = g
+                err = gradient_error(x, w, scale, offset, mean, var, eps, channel_axis, training, g[:3], points, rng)
+                results.append(Result(backend, training, "gradient vs finite diffs", err, tol))
+                advance()
+    for (backend, training), g in grads.items():
+        base = grads.get(("reference", training))
+        if base is None or backend == "reference":
+            continue
+        ref = base.x_backprop.astype(np.float64)
+        err = float(np.max(np.abs(g.x_backprop.astype(np.float64) - ref)) / max(np.max(np.abs(ref)), 1e-30))
+        results.append(Result(backend, training, "agreement with reference", err, tol))
+    return results

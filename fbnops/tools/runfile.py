@@ -1,0 +1,319 @@
+"""``fbnops run FILE``: scripted builder calls from a JSON or YAML file (or a GraphDef ``.pbtxt``).
+
+The format is defined by a JSON Schema shipped with the package,
+``fbnops/tools/runfile.schema.json`` (:func:`schema`); the docs' run-file page is generated
+from it.  An example::
+
+    {
+      "backend": "reference",
+      "inputs": {
+        "x":     {"random": {"shape": [4, 5, 5, 3], "seed": 0}},
+        "dy":    {"npy": "dy.npy"},
+        "scale": {"value": [1.0, 0.5, 2.0], "dtype": "float32"}
+      },
+      "ops": [
+        {"name": "bn", "op": "FusedBatchNormV3",
+         "inputs": {"x": "x", "scale": "scale", "offset": {"zeros": [3]},
+                    "mean": {"zeros": [0]}, "variance": {"zeros": [0]}},
+         "attrs": {"epsilon": 0.001}},
+        {"name": "grad", "op": "FusedBatchNormGradV3",
+         "inputs": {"y_backprop": "dy", "x": "x", "scale": "scale",
+                    "reserve_space_1": "bn.reserve_space_1", "reserve_space_2": "bn:4",
+                    "reserve_space_3": "bn.reserve_space_3"}}
+      ],
+      "fetch": ["bn", "grad.x_backprop", "grad:1"]
+    }
+
+A reference is a named input (``"x"``), an op output by index (``"bn:3"``) or by name
+(``"bn.reserve_space_1"``); a bare op name (``"bn"``) is its output 0, everywhere.  Every
+problem raises one :class:`RunFileError` that names the file, the line:column and the key
+(a JSON pointer), before anything runs and before anything is written; inputs that cannot
+fit in memory raise :class:`RunFileResourceError` (a ``ResourceExhaustedError``) before
+they are allocated.  Outputs are saved with :func:`save_npz` (bfloat16 widened to float32,
+exact; :func:`load_npz` restores it), atomically.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import Graph, Scope, Session
+from ..framework import dtypes
+from ..framework.errors import OpError, ResourceExhaustedError
+from ..framework.graph import Output, get_op_def
+from ..framework.memory import check_fits
+from ._arrays import ArrayFileError, check_writable, load_array, load_npz, save_npz
+from ._document import MAX_BYTES, DocumentError, DocumentTooLargeError, Positions, read_document
+from ._schema import runfile_schema, validate
+
+__all__ = [
+    "RunFileError",
+    "RunFileResourceError",
+    "schema",
+    "load",
+    "validate_document",
+    "run",
+    "run_file",
+    "run_pbtxt",
+    "save_npz",
+    "load_npz",
+    "check_writable",
+]
+
+_DTYPE_NAMES = {"float32": "float", "float16": "half"}  # NumPy's names beside TensorFlow's
+
+
+def schema() -> dict:
+    """The run-file JSON Schema (a fresh copy)."""
+    import copy
+
+    return copy.deepcopy(runfile_schema())
+
+
+class RunFileError(ValueError):
+    """A problem in a run file: ``file``, ``line``/``column`` (1-based, when known) and ``key``
+    (the path of the offending key, e.g. ``("ops", 1, "inputs", "scale")``; ``pointer`` is it
+    as a JSON pointer, ``/ops/1/inputs/scale``)."""
+
+    def __init__(self, key: tuple, reason: str, *, file: str | None = None, line: int | None = None, column=None):
+        self.key, self.reason, self.file, self.line, self.column = tuple(key), reason, file, line, column
+        super().__init__(str(self))
+
+    @property
+    def pointer(self) -> str:
+        return "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in self.key)
+
+    def __str__(self) -> str:
+        where = ":".join(str(p) for p in (self.file, self.line, self.column) if p is not None)
+        return ": ".join(p for p in (where, self.pointer, self.reason) if p)
+
+    def located(self, file: str, positions: Positions) -> RunFileError:
+        """This error with the file and the line:column of its key (or of its nearest parent)."""
+        self.file = file
+        for n in range(len(self.key), 0, -1):
+            if self.key[:n] in positions:
+                self.line, self.column = positions[self.key[:n]]
+                break
+        else:
+            self.line, self.column = (1, 1) if self.line is None else (self.line, self.column)
+        self.args = (str(self),)
+        return self
+
+
+class RunFileResourceError(RunFileError, ResourceExhaustedError):
+    """A run-file input too large for this machine, refused before it is allocated."""
+
+
+def load(path: str | Path) -> tuple[Any, Positions]:
+    """Parse a run file: ``(document, positions)``; syntax errors as :class:`RunFileError`."""
+    path = Path(path)
+    try:
+        return read_document(path)
+    except DocumentError as e:
+        error = RunFileResourceError if isinstance(e, DocumentTooLargeError) else RunFileError
+        raise error(e.path, e.message, file=str(path), line=e.line, column=e.column) from None
+
+
+def validate_document(doc: Any) -> None:
+    """Check ``doc`` against the schema; the first error as :class:`RunFileError`."""
+    errors = validate(doc)
+    if errors:
+        raise RunFileError(errors[0].path, errors[0].message)
+
+
+def _dtype(name: str) -> np.dtype:
+    return dtypes.from_tf_name(_DTYPE_NAMES.get(name, name))
+
+
+def _allocation(shape: list[int], itemsize: int, key: tuple) -> tuple[int, ...]:
+    nbytes = int(np.prod(shape, dtype=object)) * itemsize
+    try:
+        check_fits(nbytes, f"an input of shape {shape}")
+    except ResourceExhaustedError as e:
+        raise RunFileResourceError(key, e.message) from None
+    return tuple(shape)
+
+
+def _literal(spec: dict, key: tuple, base: Path) -> np.ndarray:
+    """One literal (already schema-checked): exactly one kind, optional dtype."""
+    kind = next(k for k in spec if k != "dtype")
+    dt = _dtype(spec.get("dtype", "float32"))
+    here = (*key, kind)
+    if kind == "random":
+        r = spec["random"]
+        rdt = _dtype(r.get("dtype", spec.get("dtype", "float32")))
+        shape = _allocation(r["shape"], 8 + rdt.itemsize, (*here, "shape"))  # float64 draws, then the cast
+        arr = np.random.default_rng(r.get("seed", 0)).standard_normal(shape) * float(r.get("scale", 1.0))
+        return (arr + float(r.get("loc", 0.0))).astype(rdt)
+    if kind == "value":
+        try:
+            arr = np.array(spec["value"], dtype=np.float64)
+        except (TypeError, ValueError):  # ragged lists
+            raise RunFileError(here, "must be a number or a rectangular nested list of numbers") from None
+        return _exact_cast(arr, dt, here)
+    if kind in ("zeros", "ones"):
+        return (np.zeros if kind == "zeros" else np.ones)(_allocation(spec[kind], dt.itemsize, here), dt)
+    file, member = (spec["npy"], None) if kind == "npy" else (spec["npz"]["file"], spec["npz"]["key"])
+    try:
+        arr = load_array(base / file, member)
+    except ArrayFileError as e:
+        raise RunFileError(here, str(e)) from None
+    except ResourceExhaustedError as e:
+        raise RunFileResourceError(here, e.message) from None
+    if arr.dtype.kind == "V":  # np.save of a bfloat16 array stores its raw 2-byte values
+        if spec.get("dtype") != "bfloat16":
+            raise RunFileError(here, f'{file} holds raw 2-byte values; for bfloat16 data add "dtype": "bfloat16"')
+        return arr.view(dtypes.bfloat16)
+    return _exact_cast(arr, dt, (*key, "dtype")) if "dtype" in spec else arr
+
+
+def _exact_cast(arr: np.ndarray, dt: np.dtype, key: tuple) -> np.ndarray:
+    """``arr`` as ``dt``, refused if any value changes (1e40 is not a float32; 0.1 is one, rounded)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(dt)
+    finite_in, finite_out = np.isfinite(arr.astype(np.float64)), np.isfinite(out.astype(np.float64))
+    if np.any(finite_in & ~finite_out):
+        raise RunFileError(key, f"a value does not fit in {dtypes.tf_name(dt)} (it would become inf)")
+    if arr.dtype.kind == "f" and arr.dtype.itemsize <= dt.itemsize or arr.dtype == np.float64:
+        return out  # widening, or decimal literals (rounded to nearest, as TensorFlow parses them)
+    if not np.array_equal(out.astype(np.float64), arr.astype(np.float64), equal_nan=True):
+        raise RunFileError(key, f"the stored {arr.dtype} values do not convert exactly to {dtypes.tf_name(dt)}")
+    return out
+
+
+class _Builder:
+    def __init__(self, base: Path):
+        self.graph = Graph()
+        self.scope = Scope(self.graph)
+        self.base = base
+        self.named: dict[str, Output] = {}
+
+    def resolve(self, ref: Any, key: tuple) -> Output:
+        if isinstance(ref, dict):
+            return self.scope.constant(_literal(ref, key, self.base), name="Const")
+        try:
+            return resolve_output(self.graph, ref, self.named)
+        except LookupError as e:
+            raise RunFileError(key, str(e.args[0])) from None
+
+
+def resolve_output(graph: Graph, ref: str, named: dict[str, Output] | None = None) -> Output:
+    """``"x"`` (a named input), ``"op"`` (output 0), ``"op:1"`` or ``"op.output_name"``; else LookupError."""
+    named = named or {}
+    if ref in named:
+        return named[ref]
+    op_name, out = ref, None
+    if graph.operation(ref) is None and (":" in ref or "." in ref):
+        op_name, _, out = ref.rpartition(":" if ":" in ref else ".")
+    op = graph.operation(op_name)
+    if op is None:
+        known = sorted(named) + [o.name for o in graph.operations() if o.type != "Const" and o.name not in named]
+        raise LookupError(f"unknown reference {ref!r}; known names: {known}")
+    if out is None:
+        return op.output(0)
+    names = get_op_def(op.type).output_names
+    if out.isdigit() and int(out) < op.num_outputs:
+        return op.output(int(out))
+    if out in names:
+        return op.output(names.index(out))
+    raise LookupError(f"{op_name!r} ({op.type}) has no output {out!r}; outputs: 0..{op.num_outputs - 1} {list(names)}")
+
+
+def run(doc: Any, base: Path = Path("."), backend: str | None = None) -> dict[str, np.ndarray]:
+    """Validate a parsed run file against the schema, build it, run it: ``{fetch: array}``."""
+    validate_document(doc)
+    b = _Builder(base)
+    for name, spec in doc.get("inputs", {}).items():
+        try:
+            b.named[name] = b.scope.with_op_name(name).constant(_literal(spec, ("inputs", name), base))
+        except RunFileError:
+            raise
+        except OpError as e:
+            raise RunFileError(("inputs", name), str(e)) from None
+    label = backend or doc.get("backend")
+    for i, entry in enumerate(doc["ops"]):
+        _build_op(b, i, entry, label)
+    fetch = doc["fetch"]
+    outputs = [b.resolve(f, ("fetch", k)) for k, f in enumerate(fetch)]
+    try:
+        values = Session(b.graph).run(outputs)
+    except OpError as e:
+        raise RunFileError(("fetch",), f"running the graph: {e}") from None
+    return dict(zip(fetch, values, strict=True))
+
+
+def _build_op(b: _Builder, i: int, entry: dict, label: str | None) -> None:
+    key = ("ops", i)
+    op_type = entry["op"]
+    try:
+        op_def = get_op_def(op_type)
+    except OpError:
+        op_def = None
+    if op_def is None or op_type == "Placeholder":
+        raise RunFileError((*key, "op"), f"unknown op type {op_type!r}")
+    name = entry.get("name", op_type)
+    if name in b.named or b.graph.operation(name) is not None:
+        raise RunFileError((*key, "name"), f"the name {name!r} is already used by an input or an earlier op")
+    given = entry["inputs"]
+    for k in given:
+        if k not in op_def.input_names:
+            raise RunFileError((*key, "inputs", k), f"{op_type} has no input {k!r}; inputs: {list(op_def.input_names)}")
+    missing = [n for n in op_def.input_names if n not in given]
+    if missing:
+        raise RunFileError((*key, "inputs"), f"{op_type} ({name}) is missing input(s) {missing}")
+    args = [b.resolve(given[n], (*key, "inputs", n)) for n in op_def.input_names]
+    scope = b.scope.with_op_name(name)
+    scope = scope.with_kernel_label(label) if label else scope
+    try:
+        scope.add_op(op_type, args, entry.get("attrs", {}))
+    except (OpError, TypeError, ValueError) as e:
+        raise RunFileError(key, f"{op_type} ({name}): {e}") from None
+
+
+def run_file(path: str | Path, backend: str | None = None) -> dict[str, np.ndarray]:
+    """Read, validate, build and run a run file; errors name the file and line:column."""
+    path = Path(path)
+    doc, positions = load(path)
+    try:
+        return run(doc, path.parent, backend)
+    except RunFileError as e:
+        raise e.located(str(path), positions) from None
+
+
+def run_pbtxt(path: Path, feeds: dict[str, str], fetch: list[str], backend: str | None) -> dict[str, np.ndarray]:
+    """Run a GraphDef text file: ``feeds`` maps placeholder names to ``.npy`` files."""
+    path = Path(path)
+    if not fetch:
+        raise RunFileError(("--fetch",), "a GraphDef run needs at least one --fetch NAME (NAME = op or op:index)")
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise RunFileResourceError((), f"larger than {MAX_BYTES} bytes", file=str(path))
+        graph = Graph.from_pbtxt(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunFileError((), f"cannot read: {getattr(e, 'strerror', None) or e}", file=str(path)) from None
+    except OpError as e:
+        raise RunFileError((), str(e), file=str(path)) from None
+    if backend:
+        for op in graph.operations():
+            op.kernel_label = op.kernel_label or backend
+    try:
+        outputs = [resolve_output(graph, f) for f in fetch]
+        placeholders = {name: resolve_output(graph, name) for name in feeds}
+    except LookupError as e:
+        raise RunFileError(("--fetch/--feed",), f"{path.name}: {e.args[0]}") from None
+    feed_values = {}
+    for name, file in feeds.items():
+        try:
+            feed_values[placeholders[name]] = load_array(Path(file))
+        except ArrayFileError as e:
+            raise RunFileError(("--feed", name), str(e)) from None
+        except ResourceExhaustedError as e:
+            raise RunFileResourceError(("--feed", name), e.message) from None
+    try:
+        values = Session(graph).run(outputs, feed_values)
+    except OpError as e:
+        raise RunFileError((), str(e), file=str(path)) from None
+    return dict(zip(fetch, values, strict=True))
