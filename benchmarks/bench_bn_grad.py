@@ -1,13 +1,14 @@
-"""Batch-norm gradient benchmark: fbnops vs PyTorch, TensorFlow, the NumPy reference and Numba.
+"""Batch-norm benchmark: fbnops vs PyTorch, TensorFlow, real oneDNN, the NumPy reference, Numba
+and the streaming floor.
 
-The implementation lives in ``fbnops.bench`` (also ``fbnops bench``); see its docstring.
+The implementation lives in ``fbnops.tools.bench`` (also ``fbnops bench``); see its modules.
 
-    python benchmarks/bench_bn_grad.py [--quick] [--peers torch,tf,ref,numba] [--plot perf.png]
+    python benchmarks/bench_bn_grad.py [--quick] [--peers torch,tf,onednn,ref,numba] [--plot perf.png]
 """
 
 import sys
 
-from fbnops.bench import main
+from fbnops.tools.bench.__main__ import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -163,7 +163,7 @@ def _literal(spec: dict, key: tuple, base: Path) -> np.ndarray:
         raise RunFileError(here, str(e)) from None
     except ResourceExhaustedError as e:
         raise RunFileResourceError(here, e.message) from None
-    if arr.dtype.kind == "V":  # np.save of a bfloat16 array stores its raw 2-byte values
+    if arr.dtype.kind == "V" and arr.dtype != dtypes.bfloat16:  # np.save of bfloat16: its raw 2-byte values
         if spec.get("dtype") != "bfloat16":
             raise RunFileError(here, f'{file} holds raw 2-byte values; for bfloat16 data add "dtype": "bfloat16"')
         return arr.view(dtypes.bfloat16)
