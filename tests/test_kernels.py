@@ -214,3 +214,29 @@ def test_compiled_backend_is_available():
         pytest.skip("FBNOPS_ALLOW_NO_CYTHON set")
     assert "cython" in fbnops.available_backends()
     assert fbnops.get_backend() == "cython"
+
+
+def _bits_lock_module():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "make_kernel_bits.py"
+    spec = importlib.util.spec_from_file_location("make_kernel_bits", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("backend", ["cython", "numba", "reference"])
+def test_kernel_bits_are_locked(backend):
+    """Every backend's output bytes over the grid of tests/data/make_kernel_bits.py are unchanged."""
+    import json
+
+    if backend not in fbnops.available_backends():
+        pytest.skip(f"backend {backend!r} is not available in this install")
+    lock = _bits_lock_module()
+    stored = json.loads(lock.BITS_FILE.read_text())["bits"]
+    got = lock.compute_bits((backend,))
+    changed = sorted(k for k in got if stored.get(k) != got[k])
+    assert len(got) == sum(k.startswith(backend + "/") for k in stored)
+    assert not changed, f"{len(changed)} of {len(got)} cases changed bits, e.g. {changed[:5]}"
