@@ -8,9 +8,15 @@ import numpy as np
 
 from . import dtypes, memory
 from .errors import InvalidArgumentError
-from .graph import OpDef, register_op_def
+from .registry import OpDef, register_op_def
+from .tensor import shape_str
 
 _FLOATS = (dtypes.float32, dtypes.float16, dtypes.bfloat16, np.dtype(np.float64))
+
+
+def _check_output(like: np.ndarray, op: str) -> None:
+    """An output as large as ``like``: refuse it before allocating (``like`` may be a broadcast view)."""
+    memory.check_fits(like.size * like.dtype.itemsize, f"an output of shape {shape_str(like.shape)}", op)
 
 
 def _same_dtype(inputs, op: str):
@@ -89,7 +95,29 @@ class OnesLike(OpDef):
         return {"T": inputs[0].dtype}, [inputs[0].dtype], [inputs[0].shape]
 
     def compute(self, arrays, attrs, backend):
-        return (np.ones_like(arrays[0]),)
+        _check_output(arrays[0], "OnesLike")
+        return (np.ones(arrays[0].shape, arrays[0].dtype),)
+
+
+def _merge_shapes(inputs) -> tuple | None:
+    """TensorFlow's shape-function ``Merge`` over all inputs (AddN): equal ranks, equal known dims."""
+    merged = None
+    for t in inputs:
+        if t.shape is None:
+            continue
+        if merged is None:
+            merged = list(t.shape)
+            continue
+        if len(t.shape) != len(merged):
+            raise InvalidArgumentError(f"Shapes must be equal rank, but are {len(merged)} and {len(t.shape)}")
+        for i, (a, b) in enumerate(zip(merged, t.shape, strict=True)):
+            if a is not None and b is not None and a != b:
+                raise InvalidArgumentError(
+                    f"Dimension {i} in both shapes must be equal, but are {a} and {b}. Shapes are "
+                    f"{shape_str(tuple(merged))} and {shape_str(t.shape)}.\n\tFrom merging shape 0 with other shapes."
+                )
+            merged[i] = a if a is not None else b
+    return None if merged is None else tuple(merged)
 
 
 class AddN(OpDef):
@@ -102,19 +130,22 @@ class AddN(OpDef):
         if not inputs:
             raise InvalidArgumentError("AddN needs at least one input")
         dt = _same_dtype(inputs, "AddN")
-        shape = inputs[0].shape
-        for t in inputs[1:]:
-            if shape is not None and t.shape is not None and len(t.shape) == len(shape):
-                for a, b in zip(shape, t.shape, strict=True):
-                    if a is not None and b is not None and a != b:
-                        raise InvalidArgumentError(f"Dimensions must be equal, but are {a} and {b}")
-        return {"N": len(inputs), "T": dt}, [dt], [shape]
+        return {"N": len(inputs), "T": dt}, [dt], [_merge_shapes(inputs)]
 
     def compute(self, arrays, attrs, backend):
-        total = arrays[0].astype(np.float32) if arrays[0].dtype in _FLOATS[1:3] else arrays[0].copy()
+        first = arrays[0]
+        for i, a in enumerate(arrays[1:], 1):  # never broadcast (TensorFlow's kernel check)
+            if a.shape != first.shape:
+                raise InvalidArgumentError(
+                    "Inputs to operation AddN of type AddN must have the same size and shape.  "
+                    f"Input 0: {shape_str(first.shape)} != input {i}: {shape_str(a.shape)}",
+                    "AddN",
+                )
+        _check_output(first, "AddN")
+        total = first.astype(np.float32) if first.dtype in _FLOATS[1:3] else first.copy()
         for a in arrays[1:]:
-            total = total + a.astype(total.dtype)
-        return (total.astype(arrays[0].dtype),)
+            total += a.astype(total.dtype)
+        return (total.astype(first.dtype),)
 
 
 class Transpose(OpDef):
@@ -129,14 +160,21 @@ class Transpose(OpDef):
             raise InvalidArgumentError(f"Transpose perm must be int32 or int64, got {perm.dtype}")
         shape = None
         if perm.op.type == "Const" and x.shape is not None:
-            p = [int(i) for i in perm.op.attrs["value"]]
+            value = np.asarray(perm.op.attrs["value"])
+            if value.ndim != 1:
+                raise InvalidArgumentError(f"transpose perm must be a vector, got shape {shape_str(value.shape)}")
+            p = [int(i) for i in value]
             if sorted(p) != list(range(len(x.shape))):
                 raise InvalidArgumentError(f"transpose expects a permutation of 0..{len(x.shape) - 1}, got {p}")
             shape = tuple(x.shape[i] for i in p)
         return {"T": x.dtype, "Tperm": perm.dtype}, [x.dtype], [shape]
 
     def compute(self, arrays, attrs, backend):
-        return (np.ascontiguousarray(np.transpose(arrays[0], arrays[1])),)
+        x, perm = arrays
+        if perm.shape != (x.ndim,) or sorted(int(p) for p in perm) != list(range(x.ndim)):
+            raise InvalidArgumentError(f"transpose expects a permutation of 0..{x.ndim - 1}, got {perm.tolist()}")
+        _check_output(x, "Transpose")
+        return (np.ascontiguousarray(np.transpose(x, perm)),)
 
 
 for _cls in (Placeholder, Const, Identity, OnesLike, AddN, Transpose):

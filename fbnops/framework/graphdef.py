@@ -4,44 +4,89 @@ Node, input, attr and dtype names are TensorFlow's: ``tf.compat.v1.import_graph_
 loads an exported graph (parsed with ``google.protobuf.text_format``) and runs it to
 the same numbers.  Kernel labels (``_kernel``) are written only on request: a
 TensorFlow kernel lookup would fail on fbnops' backend names.
+
+Import is three steps: :mod:`._pbtxt` turns text into untyped messages, :data:`SCHEMA`
+types every field (unknown fields, wrong kinds and out-of-range literals are errors),
+and the nodes are added to the graph in a topological order computed without
+recursion.  Every error names ``<file>:<line>:<column>`` and the field or node.
+This module receives the graph object and knows nothing of ``graph.py``.
 """
 
 from __future__ import annotations
 
+import heapq
 import re
 from typing import Any
 
 import numpy as np
 
-from . import dtypes
-from .errors import InvalidArgumentError
-from .graph import Graph, get_op_def
+from . import _pbtxt, dtypes, memory
+from .errors import InvalidArgumentError, NotFoundError, OpError
+from .registry import get_op_def
 
-__all__ = ["graph_to_pbtxt", "graph_from_pbtxt", "parse_pbtxt"]
+__all__ = ["graph_to_pbtxt", "graph_from_pbtxt", "decode_graph_def"]
 
 _DT = {
-    "DT_FLOAT": np.dtype(np.float32),
-    "DT_HALF": np.dtype(np.float16),
-    "DT_BFLOAT16": dtypes.bfloat16,
-    "DT_DOUBLE": np.dtype(np.float64),
-    "DT_INT32": np.dtype(np.int32),
-    "DT_INT64": np.dtype(np.int64),
-    "DT_BOOL": np.dtype(np.bool_),
+    "DT_FLOAT": (1, np.dtype(np.float32)),
+    "DT_DOUBLE": (2, np.dtype(np.float64)),
+    "DT_INT32": (3, np.dtype(np.int32)),
+    "DT_INT64": (9, np.dtype(np.int64)),
+    "DT_BOOL": (10, np.dtype(np.bool_)),
+    "DT_BFLOAT16": (14, dtypes.bfloat16),
+    "DT_HALF": (19, np.dtype(np.float16)),
 }
-_DT_NAME = {v: k for k, v in _DT.items()}
+_DT_NAME = {dt: name for name, (_, dt) in _DT.items()}
+_VALUE_FIELD = {  # TensorProto: the one repeated field that holds each dtype's values
+    "DT_FLOAT": "float_val",
+    "DT_DOUBLE": "double_val",
+    "DT_INT32": "int_val",
+    "DT_INT64": "int64_val",
+    "DT_BOOL": "bool_val",
+    "DT_HALF": "half_val",
+    "DT_BFLOAT16": "half_val",
+}
+
+# The messages of a GraphDef that fbnops reads: message type -> field -> (value type, repeated).
+SCHEMA: _pbtxt.Schema = {
+    "GraphDef": {"node": ("NodeDef", True), "versions": ("VersionDef", False), "library": (_pbtxt.OPAQUE, False)},
+    "VersionDef": {"producer": ("int32", False), "min_consumer": ("int32", False), "bad_consumers": ("int32", True)},
+    "NodeDef": {
+        "name": ("string", False),
+        "op": ("string", False),
+        "input": ("string", True),
+        "device": ("string", False),
+        "attr": ("AttrEntry", True),
+        "experimental_debug_info": (_pbtxt.OPAQUE, False),
+    },
+    "AttrEntry": {"key": ("string", False), "value": ("AttrValue", False)},
+    "AttrValue": {
+        "s": ("bytes", False),
+        "i": ("int64", False),
+        "f": ("float", False),
+        "b": ("bool", False),
+        "type": ("DataType", False),
+        "shape": ("TensorShapeProto", False),
+        "tensor": ("TensorProto", False),
+    },
+    "TensorShapeProto": {"dim": ("Dim", True), "unknown_rank": ("bool", False)},
+    "Dim": {"size": ("int64", False), "name": ("string", False)},
+    "TensorProto": {
+        "dtype": ("DataType", False),
+        "tensor_shape": ("TensorShapeProto", False),
+        "version_number": ("int32", False),
+        "tensor_content": ("bytes", False),
+        **{f: ("int32", True) for f in ("half_val", "int_val")},
+        "float_val": ("float", True),
+        "double_val": ("double", True),
+        "int64_val": ("int64", True),
+        "bool_val": ("bool", True),
+    },
+}
+_ENUMS = {"DataType": {name: num for name, (num, _) in _DT.items()}}
+_TENSOR_NAME = re.compile(r"^(\^?)([A-Za-z0-9.][A-Za-z0-9_./>\-]*)(?::(0|[1-9][0-9]*))?$")
 
 
-def _escape(data: bytes) -> str:
-    out = []
-    for b in data:
-        c = chr(b)
-        if c in "\"'\\":
-            out.append("\\" + c)
-        elif 32 <= b < 127:
-            out.append(c)
-        else:
-            out.append(f"\\{b:03o}")
-    return "".join(out)
+# ------------------------------------------------------------------------------------ export
 
 
 def _shape_lines(shape, ind: str) -> list[str]:
@@ -61,34 +106,34 @@ def _attr_value_lines(kind: str, value: Any, ind: str) -> list[str]:
     if kind == "b":
         return [f"{ind}b: {'true' if value else 'false'}"]
     if kind == "s":
-        return [f'{ind}s: "{_escape(str(value).encode())}"']
+        return [f'{ind}s: "{_pbtxt.escape(str(value).encode())}"']
     if kind == "i":
         return [f"{ind}i: {int(value)}"]
     if kind == "shape":
         return [f"{ind}shape {{", *_shape_lines(value, ind + "  "), f"{ind}}}"]
     if kind == "tensor":
         arr = np.ascontiguousarray(value)
+        content = arr.astype(arr.dtype.newbyteorder("<")).tobytes()
         return [
             f"{ind}tensor {{",
             f"{ind}  dtype: {_DT_NAME[arr.dtype]}",
             f"{ind}  tensor_shape {{",
             *_shape_lines(arr.shape, ind + "    "),
             f"{ind}  }}",
-            f'{ind}  tensor_content: "{_escape(arr.astype(arr.dtype.newbyteorder("<")).tobytes())}"',
+            f'{ind}  tensor_content: "{_pbtxt.escape(content)}"',
             f"{ind}}}",
         ]
-    raise ValueError(kind)
+    raise InvalidArgumentError(f"cannot write an attr of kind '{kind}' to a GraphDef")
 
 
-def graph_to_pbtxt(graph: Graph, include_kernel_labels: bool = False) -> str:
+def graph_to_pbtxt(graph: Any, include_kernel_labels: bool = False) -> str:
+    """The GraphDef text of ``graph``'s operations, in creation order."""
     lines = []
     for op in graph.operations():
         op_def = get_op_def(op.type)
         lines += ["node {", f'  name: "{op.name}"', f'  op: "{op.type}"']
-        for t in op.inputs:
-            lines.append(f'  input: "{t.op.name if t.index == 0 else t.name}"')
-        for c in op.control_inputs:
-            lines.append(f'  input: "^{c.name}"')
+        lines += [f'  input: "{t.op.name if t.index == 0 else t.name}"' for t in op.inputs]
+        lines += [f'  input: "^{c.name}"' for c in op.control_inputs]
         if op.device:
             lines.append(f'  device: "{op.device}"')
         attrs = {k: (op_def.attr_kinds[k], v) for k, v in op.attrs.items() if k in op_def.attr_kinds}
@@ -96,201 +141,186 @@ def graph_to_pbtxt(graph: Graph, include_kernel_labels: bool = False) -> str:
             attrs["_kernel"] = ("s", op.kernel_label)
         for key in sorted(attrs):
             kind, value = attrs[key]
-            lines += [
-                "  attr {",
-                f'    key: "{key}"',
-                "    value {",
-                *_attr_value_lines(kind, value, "      "),
-                "    }",
-                "  }",
-            ]
+            lines += ["  attr {", f'    key: "{key}"', "    value {"]
+            lines += [*_attr_value_lines(kind, value, "      "), "    }", "  }"]
         lines.append("}")
     return "\n".join(lines) + "\n"
 
 
-# --------------------------------------------------------------------------------------
-# A small parser for the protobuf text format (the subset GraphDefs use).
-# --------------------------------------------------------------------------------------
-
-_TOKEN = re.compile(r'\s*(?:(#[^\n]*)|([{}:<>\[\],;])|("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')|([^\s{}:<>\[\],;"\']+))')
+# ------------------------------------------------------------------------------------ import
 
 
-def _unescape(s: str) -> bytes:
-    out = bytearray()
-    i = 0
-    simple = {"n": 10, "t": 9, "r": 13, "\\": 92, "'": 39, '"': 34, "a": 7, "b": 8, "f": 12, "v": 11}
-    while i < len(s):
-        c = s[i]
-        if c != "\\":
-            out += c.encode()
-            i += 1
-            continue
-        n = s[i + 1]
-        if n in simple:
-            out.append(simple[n])
-            i += 2
-        elif n in "01234567":
-            j = i + 1
-            while j < len(s) and j < i + 4 and s[j] in "01234567":
-                j += 1
-            out.append(int(s[i + 1 : j], 8) & 0xFF)
-            i = j
-        elif n == "x":
-            j = i + 2
-            while j < len(s) and j < i + 4 and s[j] in "0123456789abcdefABCDEF":
-                j += 1
-            out.append(int(s[i + 2 : j], 16))
-            i = j
-        else:
-            raise InvalidArgumentError(f"bad escape \\{n} in pbtxt string")
-    return bytes(out)
-
-
-def _tokens(text: str):
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            if text[pos:].strip() == "":
-                return
-            raise InvalidArgumentError(f"pbtxt: cannot parse near {text[pos : pos + 30]!r}")
-        pos = m.end()
-        if m.group(1):
-            continue
-        tok = m.group(2) or m.group(3) or m.group(4)
-        if tok:
-            yield tok
-
-
-def parse_pbtxt(text: str) -> list[tuple[str, Any]]:
-    """Text format -> nested lists of (field, value); strings as bytes, scalars as str."""
-    toks = list(_tokens(text))
-    pos = 0
-
-    def message(end: str | None):
-        nonlocal pos
-        fields = []
-        while pos < len(toks) and toks[pos] != end:
-            name = toks[pos]
-            pos += 1
-            if pos < len(toks) and toks[pos] == ":":
-                pos += 1
-            if pos >= len(toks):
-                raise InvalidArgumentError(f"pbtxt: field '{name}' has no value")
-            tok = toks[pos]
-            if tok in ("{", "<"):
-                pos += 1
-                value = message("}" if tok == "{" else ">")
-                pos += 1
-            elif tok[0] in "\"'":
-                value = b""
-                while pos < len(toks) and toks[pos][0] in "\"'":  # adjacent strings concatenate
-                    value += _unescape(toks[pos][1:-1])
-                    pos += 1
-            else:
-                value = tok
-                pos += 1
-            fields.append((name, value))
-            if pos < len(toks) and toks[pos] in (",", ";"):
-                pos += 1
-        if end is not None and pos >= len(toks):
-            raise InvalidArgumentError("pbtxt: unbalanced braces")
-        return fields
-
-    return message(None)
-
-
-def _get(fields, name, default=None):
-    for k, v in fields:
-        if k == name:
-            return v
-    return default
-
-
-def _all(fields, name):
-    return [v for k, v in fields if k == name]
-
-
-def _decode_shape(fields):
-    if _get(fields, "unknown_rank") == "true":
+def _shape(msg: _pbtxt.Typed | None) -> tuple | None:
+    if msg is None:
+        return ()
+    if msg.get("unknown_rank", False):
         return None
-    return tuple(None if int(_get(d, "size", "0")) < 0 else int(_get(d, "size", "0")) for d in _all(fields, "dim"))
+    return tuple(None if d.get("size", 0) < 0 else d.get("size", 0) for d in msg.all("dim"))
 
 
-def _decode_tensor(fields) -> np.ndarray:
-    dt = _DT[_get(fields, "dtype")]
-    shape = _decode_shape(_get(fields, "tensor_shape", []))
-    content = _get(fields, "tensor_content")
+def _tensor(msg: _pbtxt.Typed, budget: list[int]) -> np.ndarray:
+    """A TensorProto's value, refusing what cannot fit before allocating (TF's FromProto rules)."""
+    dt_name = msg.require("dtype")
+    dt = _DT[dt_name][1]
+    shape_msg = msg.get("tensor_shape")
+    shape = _shape(shape_msg)
+    if shape is None or None in shape:
+        raise msg.error("a tensor needs a fully known shape (no unknown_rank, no size -1)", msg.where("tensor_shape"))
+    n = 1
+    for d in shape:
+        n *= d
+    nbytes = n * dt.itemsize
+    memory.check_fits(budget[0] + nbytes, f"tensor with shape [{','.join(map(str, shape))}] and type {dt_name}")
+    budget[0] += nbytes
+    content = msg.get("tensor_content")
     if content is not None:
-        return np.frombuffer(content, dtype=dt.newbyteorder("<")).astype(dt).reshape(shape)
-    for key in ("float_val", "double_val", "int_val", "int64_val", "bool_val", "half_val"):
-        vals = _all(fields, key)
-        if vals:
-            if key == "half_val":
-                arr = np.array([int(v) for v in vals], np.uint16).view(dt)
-            elif key == "bool_val":
-                arr = np.array([v == "true" for v in vals])
-            else:
-                arr = np.array([float(v) if "." in v or "e" in v.lower() else int(v) for v in vals]).astype(dt)
-            n = int(np.prod(shape)) if shape else 1
-            return (np.full(n, arr[-1], dt) if arr.size == 1 and n != 1 else arr).reshape(shape)
-    return np.zeros(shape, dt)
+        if len(content) != nbytes:
+            raise msg.error(
+                f"tensor_content has {len(content)} bytes; shape [{','.join(map(str, shape))}] of {dt_name} "
+                f"needs {nbytes}",
+                msg.where("tensor_content"),
+            )
+        return np.frombuffer(content, dt.newbyteorder("<")).astype(dt).reshape(shape)
+    field = _VALUE_FIELD[dt_name]
+    for other in set(_VALUE_FIELD.values()) - {field}:
+        if other in msg.values:
+            raise msg.error(f"field '{other}' cannot hold the values of a {dt_name} tensor", msg.where(other))
+    vals = msg.all(field)
+    if len(vals) > n:
+        raise msg.error(f"{len(vals)} values in '{field}' for a tensor of {n} elements", msg.where(field))
+    if field == "half_val":
+        if any(not 0 <= v <= 0xFFFF for v in vals):
+            raise msg.error("half_val holds 16-bit patterns (0..65535)", msg.where(field))
+        given = np.array(vals, np.uint16).view(dt)
+    else:
+        given = np.array(vals, dt)
+    out = np.zeros(n, dt)
+    if len(vals):
+        out[: len(vals)] = given
+        out[len(vals) :] = given[-1]  # TensorFlow repeats the last value
+    return out.reshape(shape)
 
 
-def _decode_attr(value_fields) -> Any:
-    kind, v = value_fields[0]
-    if kind == "type":
-        return _DT[v]
-    if kind == "f":
-        return float(np.float32(v))
-    if kind == "b":
-        return v == "true"
-    if kind == "s":
-        return v.decode()
-    if kind == "i":
-        return int(v)
-    if kind == "shape":
-        return _decode_shape(v)
-    if kind == "tensor":
-        return _decode_tensor(v)
-    raise InvalidArgumentError(f"unsupported attr value kind '{kind}'")
+_KIND_NAMES = {
+    "type": "type",
+    "f": "float",
+    "b": "bool",
+    "s": "string",
+    "i": "int",
+    "shape": "shape",
+    "tensor": "tensor",
+}
 
 
-def graph_from_pbtxt(text: str, graph: Graph) -> Graph:
-    nodes = {}
+def _attr(entry: _pbtxt.Typed, kinds: dict[str, str], node: str, op_type: str, budget: list[int]) -> tuple[str, Any]:
+    key = entry.require("key")
+    value = entry.require("value")
+    given = list(value.values)
+    if len(given) != 1:
+        raise value.error(f"attr '{key}' of node '{node}' must set exactly one value field, found {given or 'none'}")
+    kind = given[0]
+    want = "s" if key == "_kernel" else kinds.get(key)
+    if want is None and not key.startswith("_"):
+        raise entry.error(f"NodeDef '{node}' mentions attr '{key}' not in Op<name={op_type}>", entry.where("key"))
+    if want is not None and kind != want:
+        raise value.error(
+            f"attr '{key}' of node '{node}' must be a {_KIND_NAMES[want]}, got a {_KIND_NAMES[kind]}",
+            value.where(kind),
+        )
+    raw = value.get(kind)
+    decoded = {
+        "type": lambda: _DT[raw][1],
+        "s": lambda: raw.decode("utf-8", "replace"),
+        "shape": lambda: _shape(raw),
+        "tensor": lambda: _tensor(raw, budget),
+    }.get(kind, lambda: raw)()
+    return key, decoded
+
+
+def _topological(nodes: list[_pbtxt.Typed], index: dict[str, int], refs: list[list]) -> list[int]:
+    """Kahn's algorithm, smallest text position first (a graph written in order imports in order)."""
+    users: list[list[int]] = [[] for _ in nodes]
+    waiting = [0] * len(nodes)
+    for i, node_refs in enumerate(refs):
+        for _, src, _, _ in node_refs:
+            users[index[src]].append(i)
+            waiting[i] += 1
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    heapq.heapify(ready)
     order = []
-    for kind, node in parse_pbtxt(text):
-        if kind != "node":
-            continue
-        name = _get(node, "name", b"").decode()
-        if name in nodes:
-            raise InvalidArgumentError(f"Duplicate node name in graph: '{name}'")
-        nodes[name] = node
-        order.append(name)
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) < len(nodes):
+        start = next(i for i, w in enumerate(waiting) if w)
+        path, seen, i = [], {}, start
+        while i not in seen:  # follow unresolved inputs until one repeats: that is the cycle
+            seen[i] = len(path)
+            path.append(i)
+            i = next(index[src] for _, src, _, _ in refs[i] if waiting[index[src]])
+        cycle = [nodes[j].get("name") for j in path[seen[i] :]] + [nodes[i].get("name")]
+        raise nodes[i].error(f"GraphDef has a cycle: {' -> '.join(cycle)}")
+    return order
 
-    created: set[str] = set()
 
-    def create(name: str, stack: tuple[str, ...] = ()):
-        if name in created:
-            return
-        if name in stack:
-            raise InvalidArgumentError(f"GraphDef has a cycle through '{name}'")
-        if name not in nodes:
-            raise InvalidArgumentError(f"Node '{stack[-1] if stack else name}' has an input from unknown node '{name}'")
-        node = nodes[name]
-        refs = [r.decode() for r in _all(node, "input")]
-        for r in refs:
-            create(r.lstrip("^").split(":")[0], stack + (name,))
-        inputs = [graph.get_output(r) for r in refs if not r.startswith("^")]
-        control = [graph.get_operation(r[1:]) for r in refs if r.startswith("^")]
-        attrs = {(_get(a, "key") or b"").decode(): _decode_attr(_get(a, "value")) for a in _all(node, "attr")}
+def _parse_inputs(node: _pbtxt.Typed, name: str, index: dict[str, int]) -> list:
+    refs = []
+    for ref, line, col in node.values.get("input", []):
+        m = _TENSOR_NAME.match(ref)
+        if not m or (m.group(1) and m.group(3) is not None):
+            raise node.error(
+                f"node '{name}': bad tensor name {ref!r} in 'input' (expected 'op', 'op:N' or '^op')", (line, col)
+            )
+        control, src, out = m.group(1) == "^", m.group(2), int(m.group(3) or 0)
+        if src not in index:
+            raise node.error(f"Node '{name}' has an input from unknown node '{src}'", (line, col))
+        refs.append((control, src, out, (line, col)))
+    return refs
+
+
+def graph_from_pbtxt(text: str, graph: Any, source: str = "<pbtxt>") -> Any:
+    """Add the nodes of GraphDef ``text`` to ``graph``; every error names ``source:line:col``."""
+    gdef = _pbtxt.type_message(_pbtxt.parse(text, source), "GraphDef", SCHEMA, source, _ENUMS)
+    nodes = gdef.all("node")
+    index: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        name = node.require("name")
+        node.require("op")
+        if name in index:
+            first = nodes[index[name]]
+            raise node.error(f"Duplicate node name in graph: '{name}' (first defined at {first.line}:{first.col})")
+        index[name] = i
+    refs = [_parse_inputs(node, node.get("name"), index) for node in nodes]
+    budget = [0]  # bytes of constants decoded so far: the guard covers their sum
+    for i in _topological(nodes, index, refs):
+        node, name = nodes[i], nodes[i].get("name")
+        op_type = node.get("op")
+        try:
+            op_def = get_op_def(op_type)
+        except NotFoundError as e:
+            raise node.error(f"node '{name}': {e.message}", node.where("op"), NotFoundError) from None
+        attrs = dict(_attr(a, op_def.attr_kinds, name, op_type, budget) for a in node.all("attr"))
         label = attrs.pop("_kernel", None)
-        op_type = _get(node, "op", b"").decode()
-        op_def = get_op_def(op_type)
         attrs = {k: v for k, v in attrs.items() if k in op_def.attr_kinds}
-        graph.add_operation(name, op_type, inputs, attrs, control, (_get(node, "device") or b"").decode(), label)
-        created.add(name)
-
-    for name in order:
-        create(name)
+        inputs, control = [], []
+        for is_control, src, out, where in refs[i]:
+            op = graph.get_operation(src)
+            if is_control:
+                control.append(op)
+            elif out >= op.num_outputs:
+                raise node.error(
+                    f"Node '{name}': Connecting to invalid output {out} of source node {src} "
+                    f"which has {op.num_outputs} outputs",
+                    where,
+                )
+            else:
+                inputs.append(op.output(out))
+        try:
+            graph.add_operation(name, op_type, inputs, attrs, control, node.get("device", ""), label)
+        except OpError as e:
+            raise node.error(f"node '{name}': {e.message}", cls=type(e)) from None
     return graph

@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, memory
 from .errors import InvalidArgumentError
-from .graph import Graph, Operation, Output, get_op_def, shape_to_str
+from .graph import Graph, Operation, Output, parse_tensor_name
+from .registry import get_op_def
+from .tensor import as_array, shape_str
 
 __all__ = ["Session", "run_op"]
 
@@ -23,8 +25,8 @@ def run_op(op: Operation, arrays: list[np.ndarray]) -> tuple[np.ndarray, ...]:
 
 
 def _check_feed(t: Output, value: Any) -> np.ndarray:
-    from ..ops.validation import as_array
-
+    if isinstance(value, np.ndarray) and not value.dtype.isnative:  # a byte-swapped copy would be made
+        memory.check_fits(value.size * value.dtype.itemsize, f"the feed for {t.name}", t.op.type)
     arr = as_array(value, t.name, t.op.type)
     if arr.dtype != t.dtype:
         raise InvalidArgumentError(
@@ -35,9 +37,44 @@ def _check_feed(t: Output, value: Any) -> np.ndarray:
         len(shape) != arr.ndim or any(d is not None and d != s for d, s in zip(shape, arr.shape, strict=False))
     ):
         raise InvalidArgumentError(
-            f"Cannot feed value of shape {shape_to_str(arr.shape)} for {t.name}, which has shape {shape_to_str(shape)}"
+            f"Cannot feed value of shape {shape_str(arr.shape)} for {t.name}, which has shape {shape_str(shape)}"
         )
     return arr
+
+
+def _dependencies(op: Operation, values: Mapping[Output, np.ndarray]) -> list[Operation]:
+    return [*op.control_inputs, *(t.op for t in op.inputs if t not in values)]
+
+
+def _is_fed(op: Operation, values: Mapping[Output, np.ndarray]) -> bool:
+    return bool(op.outputs) and all(o in values for o in op.outputs)
+
+
+def execution_order(roots: Iterable[Operation], values: Mapping[Output, np.ndarray]) -> list[Operation]:
+    """The ops ``roots`` need, each after its inputs and control inputs (iterative depth-first search)."""
+    visiting, done = object(), object()
+    state: dict[Operation, object] = {}
+    order: list[Operation] = []
+    for root in roots:
+        if root in state or _is_fed(root, values):
+            continue
+        state[root] = visiting
+        stack = [(root, iter(_dependencies(root, values)))]
+        while stack:
+            op, pending = stack[-1]
+            for dep in pending:
+                seen = state.get(dep)
+                if seen is visiting:
+                    raise InvalidArgumentError(f"Graph has a cycle through '{dep.name}'")
+                if seen is None and not _is_fed(dep, values):
+                    state[dep] = visiting
+                    stack.append((dep, iter(_dependencies(dep, values))))
+                    break
+            else:
+                stack.pop()
+                state[op] = done
+                order.append(op)
+    return order
 
 
 class Session:
@@ -53,7 +90,17 @@ class Session:
                 raise InvalidArgumentError(f"{f.name} is not an element of this session's graph")
             return f
         if isinstance(f, str):
-            return self.graph.get_output(f) if ":" in f else self.graph.get_operation(f)
+            name = parse_tensor_name(f, default_index=None)  # TF1: a bare name is the operation (a target)
+            op = self.graph.get_operation(name.op)
+            if name.index is None:
+                return op
+            if name.index >= op.num_outputs:  # TensorFlow's own wording (Graph.as_graph_element)
+                raise InvalidArgumentError(
+                    f"Argument `fetch` = {f} cannot be interpreted as a Tensor. (\"The name '{f}' refers to a "
+                    f"Tensor which does not exist. The operation, '{op.name}', exists but only has "
+                    f'{op.num_outputs} outputs.")'
+                )
+            return op.output(name.index)
         raise InvalidArgumentError(f"cannot fetch or feed {type(f).__name__}; expected an Output, Operation or name")
 
     def run(
@@ -65,36 +112,22 @@ class Session:
         single = not isinstance(fetches, (list, tuple))
         fetch_list = [fetches] if single else list(fetches)
         resolved = [self._resolve(f) for f in fetch_list]
+        roots = [r.op if isinstance(r, Output) else r for r in [*resolved, *(self._resolve(t) for t in targets)]]
         values: dict[Output, np.ndarray] = {}
         for key, value in (feed_dict or {}).items():
             t = self._resolve(key)
             if isinstance(t, Operation):
                 t = t.output(0)
             values[t] = _check_feed(t, value)
-        done: set[str] = set()
-
-        def visit(op: Operation, stack: tuple[str, ...] = ()):
-            if op.name in done or all(o in values for o in op.outputs) and op.outputs:
-                return
-            if op.name in stack:
-                raise InvalidArgumentError(f"Graph has a cycle through '{op.name}'")
-            for c in op.control_inputs:
-                visit(c, stack + (op.name,))
-            for t in op.inputs:
-                if t not in values:
-                    visit(t.op, stack + (op.name,))
+        for op in execution_order(roots, values):
             if op.type == "Placeholder":
                 raise InvalidArgumentError(
                     f"You must feed a value for placeholder tensor '{op.name}' with dtype "
-                    f"{dtypes.tf_name(op.attrs['dtype'])} and shape {shape_to_str(op.attrs['shape'])}"
+                    f"{dtypes.tf_name(op.attrs['dtype'])} and shape {shape_str(op.attrs['shape'])}"
                 )
             outs = run_op(op, [values[t] for t in op.inputs])
             for o, v in zip(op.outputs, outs, strict=True):
                 values[o] = v
-            done.add(op.name)
-
-        for target in [*resolved, *(self._resolve(t) for t in targets)]:
-            visit(target.op if isinstance(target, Output) else target)
         results = [values[r] if isinstance(r, Output) else None for r in resolved]
         return results[0] if single else results
 
