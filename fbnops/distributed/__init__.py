@@ -1,0 +1,30 @@
+"""Synchronized batch norm: FusedBatchNormV3 / FusedBatchNormGradV3 over a batch split across processes.
+
+::
+
+    from mpi4py import MPI
+    from fbnops import distributed as fd
+
+    comm = fd.from_mpi4py(MPI.COMM_WORLD)          # or fd.from_torch(), fd.SerialComm()
+    fwd = fd.FusedBatchNormV3(comm, x=x_shard, scale=s, offset=o, mean=rm, variance=rv)
+    g = fd.FusedBatchNormGradV3(comm, y_backprop=dy_shard, x=x_shard, scale=s,
+            reserve_space_1=fwd.reserve_space_1, reserve_space_2=fwd.reserve_space_2,
+            reserve_space_3=fwd.reserve_space_3)
+
+The results are ``fbnops.raw_ops``' namedtuples.  See ``docs/distributed.md``.
+"""
+
+from .adapters import from_mpi4py, from_torch
+from .comm import Communicator, CountingComm, SerialComm, ThreadComm
+from .ops import FusedBatchNormGradV3, FusedBatchNormV3
+
+__all__ = [
+    "Communicator",
+    "from_mpi4py",
+    "from_torch",
+    "SerialComm",
+    "ThreadComm",
+    "CountingComm",
+    "FusedBatchNormV3",
+    "FusedBatchNormGradV3",
+]

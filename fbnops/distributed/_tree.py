@@ -1,0 +1,89 @@
+"""Reproducible sums: a fixed binary tree over the global sample index.
+
+Leaf ``i`` is sample ``i``'s float64 partial (its sums over its rows).  Node ``(l, i)``
+covers samples ``[i * 2**l, (i + 1) * 2**l)`` clipped to ``[0, N)``: it is the sum of its
+two children, or just its left child when the right one would start at or past ``N``.
+The root is therefore a function of the data alone, not of how the batch was split.
+
+A rank holding samples ``[start, stop)`` adds up the largest aligned blocks that fit
+in its range (at most about ``2 * log2(N)`` of them) and sends those node values;
+every rank then finishes the same tree from the same nodes, in the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .comm import Communicator
+
+__all__ = ["blocks", "subtree", "tree_total"]
+
+
+def _levels(total: int) -> int:
+    return max(total - 1, 0).bit_length()  # smallest L with 2**L >= total
+
+
+def blocks(start: int, stop: int, total: int) -> list[tuple[int, int]]:
+    """The aligned nodes ``(level, index)`` that tile ``[start, stop)``; the last rank may run past ``total``."""
+    top = _levels(total)
+    end = (1 << top) if stop >= total else stop  # padding past N belongs to the last range
+    out, pos = [], start
+    while pos < min(stop, total):
+        level = top
+        while level > 0 and (pos % (1 << level) or pos + (1 << level) > end):
+            level -= 1
+        out.append((level, pos >> level))
+        pos += 1 << level
+    return out
+
+
+def subtree(leaves: np.ndarray) -> np.ndarray:
+    """Sum aligned leaves ``(k, K)`` up the canonical tree (an odd last node moves up as is)."""
+    level = leaves
+    while level.shape[0] > 1:
+        pairs = level.shape[0] // 2
+        upper = level[0 : 2 * pairs : 2] + level[1 : 2 * pairs : 2]
+        if level.shape[0] % 2:
+            upper = np.concatenate([upper, level[-1:]])
+        level = upper
+    return level[0]
+
+
+def local_nodes(leaves: np.ndarray, start: int, total: int) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """This rank's block nodes and their values ``(nblocks, K)`` from its leaves ``(stop - start, K)``."""
+    nodes = blocks(start, start + leaves.shape[0], total)
+    values = np.empty((len(nodes), leaves.shape[1]), np.float64)
+    for j, (level, index) in enumerate(nodes):
+        lo = (index << level) - start
+        values[j] = subtree(leaves[lo : min(lo + (1 << level), leaves.shape[0])])
+    return nodes, values
+
+
+def tree_total(comm: Communicator, leaves: np.ndarray, samples: Sequence[int]) -> np.ndarray:
+    """The canonical-tree total of every rank's per-sample ``leaves``, on every rank (one ``allgatherv``)."""
+    samples = [int(s) for s in samples]
+    total = sum(samples)
+    width = leaves.shape[1]
+    if total == 0:
+        comm.allgatherv(np.zeros((0, width)), [0] * comm.size)  # every rank still joins
+        return np.zeros(width)
+    starts = np.concatenate([[0], np.cumsum(samples)[:-1]]).astype(int)
+    _, values = local_nodes(leaves, int(starts[comm.rank]), total)
+    rows = [len(blocks(int(s), int(s) + n, total)) for s, n in zip(starts, samples, strict=True)]
+    gathered = comm.allgatherv(values, rows)
+    known: dict[tuple[int, int], np.ndarray] = {}
+    for s, n, vals in zip(starts, samples, gathered, strict=True):
+        for node, v in zip(blocks(int(s), int(s) + n, total), vals, strict=True):
+            known[node] = v
+
+    def node(level: int, index: int) -> np.ndarray:
+        if (level, index) in known:
+            return known[(level, index)]
+        left = node(level - 1, 2 * index)
+        if (2 * index + 1) << (level - 1) < total:
+            return left + node(level - 1, 2 * index + 1)
+        return left
+
+    return np.array(node(_levels(total), 0), np.float64)

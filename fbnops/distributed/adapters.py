@@ -1,0 +1,93 @@
+"""Adapters from existing distributed engines to :class:`~fbnops.distributed.Communicator`.
+
+Each imports its engine only when called, so fbnops itself needs neither.
+
+* :func:`from_mpi4py` - MPI through mpi4py's buffer interface (``Allgather``,
+  ``Allgatherv``, ``Alltoall`` on NumPy arrays: no pickling).  ``pip install fbnops[mpi]``.
+* :func:`from_torch` - ``torch.distributed`` with a CPU backend (gloo).  gloo has no
+  all-gather of unequal sizes, so ``allgatherv`` pads to the longest and trims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["from_mpi4py", "from_torch"]
+
+
+def _split(flat: np.ndarray, rows: Sequence[int], width: int) -> list[np.ndarray]:
+    out, pos = [], 0
+    for r in rows:
+        out.append(flat[pos : pos + r * width].reshape(r, width))
+        pos += r * width
+    return out
+
+
+class _MPIComm:
+    def __init__(self, comm: Any):
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+
+    def allgather(self, a: np.ndarray) -> np.ndarray:
+        a = np.ascontiguousarray(a)
+        out = np.empty((self.size, *a.shape), a.dtype)
+        self.comm.Allgather(a, out)
+        return out
+
+    def allgatherv(self, a: np.ndarray, rows: Sequence[int]) -> list[np.ndarray]:
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        width = a.shape[1]
+        counts = [int(r) * width for r in rows]
+        displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
+        flat = np.empty(sum(counts), np.float64)
+        self.comm.Allgatherv(a, [flat, (counts, displs)])
+        return _split(flat, rows, width)
+
+    def alltoall(self, a: np.ndarray) -> np.ndarray:
+        a = np.ascontiguousarray(a)
+        out = np.empty_like(a)
+        self.comm.Alltoall(a, out)
+        return out
+
+
+def from_mpi4py(comm: Any = None) -> _MPIComm:
+    """A communicator over an ``mpi4py.MPI.Comm`` (default ``MPI.COMM_WORLD``)."""
+    if comm is None:
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+    return _MPIComm(comm)
+
+
+class _TorchComm:
+    def __init__(self, group: Any):
+        import torch
+        import torch.distributed as dist
+
+        if not dist.is_available() or not dist.is_initialized():
+            raise RuntimeError("torch.distributed is not initialized: call torch.distributed.init_process_group first")
+        self._torch, self._dist, self.group = torch, dist, group
+        self.rank = dist.get_rank(group)
+        self.size = dist.get_world_size(group)
+
+    def allgather(self, a: np.ndarray) -> np.ndarray:
+        t = self._torch.from_numpy(np.ascontiguousarray(a))
+        parts = [self._torch.empty_like(t) for _ in range(self.size)]
+        self._dist.all_gather(parts, t, group=self.group)
+        return np.stack([p.numpy() for p in parts])
+
+    def allgatherv(self, a: np.ndarray, rows: Sequence[int]) -> list[np.ndarray]:
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        padded = np.zeros((max(max(rows), 1), a.shape[1]))
+        padded[: a.shape[0]] = a
+        gathered = self.allgather(padded)
+        return [gathered[k, :r] for k, r in enumerate(rows)]
+
+
+def from_torch(group: Any = None) -> _TorchComm:
+    """A communicator over an initialized ``torch.distributed`` process group (CPU tensors, e.g. gloo)."""
+    return _TorchComm(group)

@@ -1,0 +1,107 @@
+"""Builders shared by the distributed tests: inputs, shardings, and one training step on any communicator."""
+
+from __future__ import annotations
+
+import importlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from fbnops import distributed as fd
+from fbnops import raw_ops
+
+try:
+    importlib.import_module("fbnops.kernels.stages")
+    REAL_STAGES = True
+except ImportError:
+    REAL_STAGES = False
+
+needs_real_stages = pytest.mark.skipif(
+    not REAL_STAGES, reason="fbnops.kernels.stages (the compiled partials/finish/apply) is not in the tree yet"
+)
+
+DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+SHARDINGS = ([7], [4, 3], [3, 0, 4], [0, 7, 0], [1, 1, 5])
+SPATIAL = {"NHWC": (3, 2), "NCHW": (3, 2), "NDHWC": (2, 2, 2), "NCDHW": (2, 2, 2)}
+
+
+def batch(n=7, c=5, data_format="NHWC", dtype="float32", seed=0, shift=3.0):
+    """Inputs of one training step on the full batch (x offset from 0: variance about a real mean)."""
+    rng = np.random.default_rng(seed)
+    spatial = SPATIAL[data_format]
+    shape = (n, c, *spatial) if data_format.startswith("NC") else (n, *spatial, c)
+    dt = DTYPES[dtype]
+    return dict(
+        x=(rng.standard_normal(shape) * 2 + shift).astype(dt),
+        dy=rng.standard_normal(shape).astype(dt),
+        scale=(rng.random(c) + 0.5).astype(np.float32),
+        offset=rng.standard_normal(c).astype(np.float32),
+        mean=rng.standard_normal(c).astype(np.float32),
+        variance=(rng.random(c) + 0.5).astype(np.float32),
+    )
+
+
+def split(a: np.ndarray, sizes) -> list[np.ndarray]:
+    return np.split(a, np.cumsum(sizes)[:-1])
+
+
+def step(comm, b, *, data_format="NHWC", factor=1.0, **mode):
+    """Forward then gradient on this rank's shard; returns every output by name."""
+    grad_mode = {k: v for k, v in mode.items() if k in ("reproducible", "param_grads")}
+    fwd_mode = {k: v for k, v in mode.items() if k == "reproducible"}
+    f = fd.FusedBatchNormV3(
+        comm, x=b["x"], scale=b["scale"], offset=b["offset"], mean=b["mean"], variance=b["variance"],
+        exponential_avg_factor=factor, data_format=data_format, **fwd_mode,
+    )  # fmt: skip
+    g = fd.FusedBatchNormGradV3(
+        comm, y_backprop=b["dy"], x=b["x"], scale=b["scale"], reserve_space_1=f.reserve_space_1,
+        reserve_space_2=f.reserve_space_2, reserve_space_3=f.reserve_space_3, data_format=data_format, **grad_mode,
+    )  # fmt: skip
+    return {**f._asdict(), **{k: v for k, v in g._asdict().items() if not k.startswith("reserve")}}
+
+
+def single_process(b, *, data_format="NHWC", factor=1.0):
+    """The same step through raw_ops on the whole batch."""
+    f = raw_ops.FusedBatchNormV3(
+        x=b["x"], scale=b["scale"], offset=b["offset"], mean=b["mean"], variance=b["variance"],
+        exponential_avg_factor=factor, data_format=data_format,
+    )  # fmt: skip
+    g = raw_ops.FusedBatchNormGradV3(
+        y_backprop=b["dy"], x=b["x"], scale=b["scale"], reserve_space_1=f.reserve_space_1,
+        reserve_space_2=f.reserve_space_2, reserve_space_3=f.reserve_space_3, data_format=data_format,
+    )  # fmt: skip
+    return {**f._asdict(), **{k: v for k, v in g._asdict().items() if not k.startswith("reserve")}}
+
+
+def sharded_step(b, sizes, **kw):
+    """Run :func:`step` on ``len(sizes)`` thread ranks; returns one dict of outputs per rank."""
+    shards = [dict(b, x=x, dy=dy) for x, dy in zip(split(b["x"], sizes), split(b["dy"], sizes), strict=True)]
+    return fd.ThreadComm(len(sizes)).run(lambda comm: step(comm, shards[comm.rank], **kw))
+
+
+PER_CHANNEL = (
+    "batch_mean",
+    "batch_variance",
+    "reserve_space_1",
+    "reserve_space_2",
+    "scale_backprop",
+    "offset_backprop",
+)
+ROWS = ("y", "x_backprop")
+
+
+def joined(ranks: list[dict]) -> dict:
+    """Rank 0's per-channel outputs and the rows of every rank concatenated."""
+    out = {k: ranks[0][k] for k in PER_CHANNEL}
+    out.update({k: np.concatenate([r[k] for r in ranks]) for k in ROWS})
+    return out
+
+
+def bits(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a).tobytes()
+
+
+def same_bits(a: dict, b: dict, keys=PER_CHANNEL + ROWS) -> list[str]:
+    """The names whose arrays differ in any bit (NaNs compare by their bits)."""
+    return [k for k in keys if a[k].dtype != b[k].dtype or a[k].shape != b[k].shape or bits(a[k]) != bits(b[k])]

@@ -1,0 +1,157 @@
+"""Synchronized batch norm on thread ranks: against raw_ops on the whole batch, bitwise where promised."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from dist_helpers import (
+    PER_CHANNEL,
+    ROWS,
+    SHARDINGS,
+    batch,
+    joined,
+    needs_real_stages,
+    same_bits,
+    sharded_step,
+    single_process,
+    split,
+    step,
+)
+
+import fbnops
+from fbnops import distributed as fd
+
+# float64-oracle tolerances of the project (tests/conftest.py), per storage dtype
+ROW_TOL = {"float32": 2e-6, "float16": 1e-3, "bfloat16": 8e-3}
+STAT_TOL = 2e-6
+
+
+def rel(got, want) -> float:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    scale = np.max(np.abs(want)) if want.size else 0.0
+    return float(np.max(np.abs(got - want)) / scale) if scale > 0 else 0.0
+
+
+@pytest.mark.parametrize("sizes", SHARDINGS, ids=str)
+@pytest.mark.parametrize(
+    "data_format,dtype", [("NHWC", "float32"), ("NCHW", "float32"), ("NDHWC", "float16"), ("NCDHW", "bfloat16")]
+)
+def test_default_mode_matches_the_single_process_op(sizes, data_format, dtype):
+    b = batch(data_format=data_format, dtype=dtype)
+    ranks = sharded_step(b, sizes, data_format=data_format)
+    for r in ranks[1:]:  # per-channel outputs are identical on every rank
+        assert not same_bits(r, ranks[0], PER_CHANNEL)
+    got, want = joined(ranks), single_process(b, data_format=data_format)
+    for k in PER_CHANNEL:
+        assert rel(got[k], want[k]) <= STAT_TOL, k
+    for k in ROWS:
+        assert rel(got[k], want[k]) <= ROW_TOL[dtype], k
+
+
+@needs_real_stages
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW", "NDHWC", "NCDHW"])
+@pytest.mark.parametrize("factor", [1.0, 0.25])
+def test_one_rank_is_the_single_process_op_bit_for_bit(data_format, factor):
+    for dtype in ("float32", "float16", "bfloat16"):
+        b = batch(n=6, c=9, data_format=data_format, dtype=dtype, seed=3)
+        got = step(fd.SerialComm(), b, data_format=data_format, factor=factor)
+        assert not same_bits(got, single_process(b, data_format=data_format, factor=factor)), dtype
+
+
+@pytest.mark.parametrize("data_format,dtype", [("NHWC", "float32"), ("NCHW", "float16"), ("NDHWC", "bfloat16")])
+def test_reproducible_mode_is_bitwise_identical_for_every_sharding(data_format, dtype):
+    b = batch(data_format=data_format, dtype=dtype, seed=1)
+    serial = step(fd.SerialComm(), b, data_format=data_format, reproducible=True)
+    want = single_process(b, data_format=data_format)
+    for k in PER_CHANNEL:
+        assert rel(serial[k], want[k]) <= STAT_TOL, k
+    for sizes in SHARDINGS + ([2, 2, 2, 1],):
+        ranks = sharded_step(b, sizes, data_format=data_format, reproducible=True)
+        assert not same_bits(joined(ranks), serial), sizes
+
+
+def test_default_mode_is_bitwise_reproducible_across_thread_counts():
+    b = batch(n=64, c=24, seed=2)
+    before = fbnops.get_num_threads()
+    try:
+        results = []
+        for threads in (1, 2):
+            fbnops.set_num_threads(threads)
+            results.append(joined(sharded_step(b, [40, 24])))
+    finally:
+        fbnops.set_num_threads(before)
+    assert not same_bits(results[0], results[1])
+
+
+def test_local_param_grads_are_the_shards_own():
+    b = batch(seed=4)
+    sizes = [4, 3]
+    ranks = sharded_step(b, sizes, param_grads="local")
+    glob = sharded_step(b, sizes)
+    np.testing.assert_allclose(sum(r["offset_backprop"] for r in ranks), glob[0]["offset_backprop"], rtol=1e-5)
+    np.testing.assert_allclose(sum(r["scale_backprop"] for r in ranks), glob[0]["scale_backprop"], rtol=1e-4)
+    assert rel(ranks[0]["offset_backprop"], glob[0]["offset_backprop"]) > 1e-3  # really local
+    for r, g in zip(ranks, glob, strict=True):  # dx does not depend on the choice
+        assert not same_bits(r, g, ("x_backprop",))
+
+
+def test_an_empty_global_batch_gives_nan_statistics_and_zero_gradients():
+    b = batch(n=0)
+    for r in sharded_step(b, [0, 0, 0]):
+        assert r["y"].shape == b["x"].shape and r["x_backprop"].shape == b["x"].shape
+        for k in ("batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"):
+            assert np.isnan(r[k]).all(), k
+        assert not r["scale_backprop"].any() and not r["offset_backprop"].any()
+
+
+def test_one_sample_in_total_uses_bessel_on_the_global_count():
+    b = batch(n=1, c=3)
+    ranks = sharded_step(b, [0, 1, 0])
+    want = single_process(b)
+    for k in PER_CHANNEL:
+        assert rel(ranks[0][k], want[k]) <= STAT_TOL, k
+
+
+def test_inference_communicates_nothing_and_matches_raw_ops():
+    b = batch(seed=5)
+    counters = []
+
+    def run(comm):
+        counted = fd.CountingComm(comm)
+        counters.append(counted)
+        x = split(b["x"], [3, 4])[comm.rank]
+        kw = {k: b[k] for k in ("scale", "offset", "mean", "variance")}
+        return fd.FusedBatchNormV3(counted, x=x, is_training=False, **kw)
+
+    ranks = fd.ThreadComm(2).run(run)
+    want = fbnops.raw_ops.FusedBatchNormV3(
+        x=b["x"], is_training=False, **{k: b[k] for k in ("scale", "offset", "mean", "variance")}
+    )
+    np.testing.assert_array_equal(np.concatenate([r.y for r in ranks]), want.y)
+    assert [c.collectives for c in counters] == [0, 0]
+
+
+def test_gradient_by_finite_differences_through_the_synchronized_forward():
+    """d/dt of L(x + t v) = sum(w * y), all ranks together, against sum(dx * v)."""
+    rng = np.random.default_rng(7)
+    b = batch(n=5, c=2, seed=7, shift=0.5)
+    x = b["x"].astype(np.float64)
+    w, v = rng.standard_normal(x.shape), rng.standard_normal(x.shape)
+    sizes = [2, 0, 3]
+
+    def loss(xx):
+        shards = split(xx.astype(np.float32), sizes)
+        ys = fd.ThreadComm(3).run(
+            lambda c: (
+                fd.FusedBatchNormV3(
+                    c, x=shards[c.rank], scale=b["scale"], offset=b["offset"], mean=b["mean"], variance=b["variance"]
+                ).y
+            )
+        )
+        return float((np.concatenate(ys).astype(np.float64) * w).sum())
+
+    h = 1e-2
+    numeric = (loss(x + h * v) - loss(x - h * v)) / (2 * h)
+    ranks = sharded_step(dict(b, dy=w.astype(np.float32)), sizes)
+    analytic = float((np.concatenate([r["x_backprop"] for r in ranks]).astype(np.float64) * v).sum())
+    assert abs(numeric - analytic) <= 2e-3 * max(1.0, abs(analytic)), (numeric, analytic)
