@@ -14,7 +14,6 @@ cannot be read.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -28,7 +27,7 @@ from .._progress import progress
 from . import report
 from .accuracy import accuracy
 from .cases import DTYPES, LAYOUTS, OPS, SHAPES, Case, make_cases, parse_shapes
-from .peers import PEERS, fbnops_call
+from .peers import PEERS, fbnops_call, has_module
 from .timing import floor_calls, interleaved, paired_ratio, tiny_call_cost
 
 DEFAULT_ROUNDS = 9
@@ -120,7 +119,7 @@ def _read_old(path: str | None) -> dict | None:
 def validate(args) -> tuple[list[str], list[Case], dict | None]:
     """Everything that can be wrong with the arguments, before anything runs."""
     peers = _peers(args.peers)
-    if args.plot and importlib.util.find_spec("matplotlib") is None:
+    if args.plot and not has_module("matplotlib"):
         raise BenchUsageError("--plot needs matplotlib: pip install 'fbnops[bench]'")
     _check_output(args.json, "--json")
     _check_output(args.plot, "--plot")

@@ -23,6 +23,14 @@ import fbnops
 from .cases import EPS, Case
 
 
+def has_module(name: str) -> bool:
+    """Is ``name`` importable (without importing it)?  A module blocked in ``sys.modules`` is not."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def fbnops_call(case: Case, backend: str = "cython") -> Callable:
     d = case.data
     empty = np.zeros(0, np.float32)
@@ -143,7 +151,7 @@ class Peer:
 
     def missing(self) -> str | None:
         """Why this peer cannot run here (None: it can); does not import anything heavy."""
-        if self.module and importlib.util.find_spec(self.module) is None:
+        if self.module and not has_module(self.module):
             return f"{self.module} is not installed"
         if self.backend and self.name not in fbnops.available_backends():
             return f"the fbnops {self.name} backend is not available (pip install 'fbnops[{self.name}]')"
