@@ -111,7 +111,8 @@ def check(comm: Communicator, headers: np.ndarray, header: Header) -> None:
         # Only now (all ranks know it) the failing ranks' messages travel, in fixed-size buffers.
         text = np.zeros(_ERROR_TEXT, np.uint8)
         if header.error is not None:
-            raw = str(header.error).encode()[:_ERROR_TEXT]
+            raw = getattr(header.error, "message", None) or f"{type(header.error).__name__}: {header.error}"
+            raw = raw.encode()[:_ERROR_TEXT]
             text[: len(raw)] = np.frombuffer(raw, np.uint8)
         texts = comm.allgather(text)
         bad = [int(r) for r in np.flatnonzero(status)]
@@ -122,13 +123,22 @@ def check(comm: Communicator, headers: np.ndarray, header: Header) -> None:
     for i, field in enumerate(FIELDS[3:], start=3):
         column = headers[:, i]
         if (column != column[0]).any():
-            what = "the attributes" if field == "digest" else field
-            ranks = _differing(column)
+            what = "the attributes (epsilon, exponential_avg_factor, is_training or the mode)"
+            if field != "digest":
+                what = f"{field}: " + ", ".join(f"{_show(field, v)} on rank {r}" for r, v in enumerate(column))
             raise _errors.InvalidArgumentError(
-                f"ranks disagree on {what} ({field} of rank 0 differs from rank(s) {ranks}): every rank must pass "
+                f"ranks disagree on {what}; rank(s) {_differing(column)} differ from rank 0. Every rank must pass "
                 f"the same channels, dtype, data_format and attributes",
                 header.op,
             )
+
+
+def _show(field: str, value: float) -> str:
+    if field == "data_format":
+        return _FORMATS[int(value)] if 0 <= value < len(_FORMATS) else "?"
+    if field == "dtype":
+        return next((n for n in ("float32", "float16", "bfloat16", "float64") if _code(n) == value), "?")
+    return str(int(value))
 
 
 def _differing(column: Sequence[float]) -> str:

@@ -69,20 +69,30 @@ class SerialComm:
 
 
 class _ThreadRank:
-    """One rank of a :class:`ThreadComm`: shares a slot table and a barrier with its peers."""
+    """One rank of a :class:`ThreadComm`: its collectives are numbered, its peers' are matched by number."""
 
     def __init__(self, group: ThreadComm, rank: int):
         self._group = group
         self.rank = rank
         self.size = group.size
+        self._calls = 0
 
     def _exchange(self, item: Any) -> list[Any]:
-        g = self._group
-        g._slots[self.rank] = item
-        g._barrier.wait()
-        got = list(g._slots)
-        g._barrier.wait()  # nobody overwrites a slot before everyone has read it
-        return got
+        g, k = self._group, self._calls
+        self._calls += 1
+        with g._cond:
+            items, arrived = g._rounds.setdefault(k, ([None] * self.size, [False] * self.size))
+            items[self.rank], arrived[self.rank] = item, True
+            g._cond.notify_all()
+            while not all(arrived):
+                if any(g._gone[r] and not arrived[r] for r in range(self.size)):
+                    raise threading.BrokenBarrierError(f"a peer left before collective {k}")
+                if not g._cond.wait(g._timeout):
+                    raise threading.BrokenBarrierError(f"collective {k} timed out after {g._timeout} s")
+            g._reads[k] = g._reads.get(k, 0) + 1
+            if g._reads[k] == self.size:  # everyone has read it
+                del g._rounds[k], g._reads[k]
+            return list(items)
 
     def allgather(self, a: np.ndarray) -> np.ndarray:
         got = self._exchange(np.array(a, copy=True))
@@ -105,10 +115,11 @@ class ThreadComm:
     """``size`` ranks as threads of this process.
 
     ``ThreadComm(3).run(fn)`` calls ``fn(comm)`` once per rank, each in its own thread
-    with its own rank communicator, and returns the results in rank order.  If a rank
-    raises, the barrier is broken so that no peer waits forever, and the first error (in
-    rank order) is re-raised; ``return_exceptions=True`` returns every rank's exception
-    instead.
+    with its own rank communicator, and returns the results in rank order.  A rank that
+    ends (returns or raises) while a peer waits for it in a collective makes that peer
+    raise ``threading.BrokenBarrierError`` instead of waiting forever; the first error
+    is re-raised, or with ``return_exceptions=True`` every rank's result or exception
+    is returned.
     """
 
     def __init__(self, size: int, *, timeout: float = 60.0):
@@ -116,11 +127,12 @@ class ThreadComm:
             raise ValueError(f"size must be a positive integer, got {size!r}")
         self.size = size
         self._timeout = timeout
-        self._slots: list[Any] = [None] * size
-        self._barrier = threading.Barrier(size, timeout=timeout)
 
     def run(self, fn: Callable[[Any], Any], *, return_exceptions: bool = False) -> list[Any]:
-        self._barrier.reset()
+        self._cond = threading.Condition()
+        self._rounds: dict[int, tuple[list, list]] = {}
+        self._reads: dict[int, int] = {}
+        self._gone = [False] * self.size
         results: list[Any] = [None] * self.size
         failed = [False] * self.size
 
@@ -129,7 +141,10 @@ class ThreadComm:
                 results[rank] = fn(_ThreadRank(self, rank))
             except BaseException as e:  # noqa: BLE001 - handed back to the caller
                 results[rank], failed[rank] = e, True
-                self._barrier.abort()
+            finally:
+                with self._cond:  # peers waiting for this rank's next collective stop waiting
+                    self._gone[rank] = True
+                    self._cond.notify_all()
 
         threads = [threading.Thread(target=body, args=(r,), name=f"fbnops-rank-{r}") for r in range(self.size)]
         for t in threads:
@@ -137,12 +152,10 @@ class ThreadComm:
         for t in threads:
             t.join()
         if not return_exceptions:
-            for r in range(self.size):
-                if failed[r] and not isinstance(results[r], threading.BrokenBarrierError):
-                    raise results[r]
-            for r in range(self.size):
-                if failed[r]:
-                    raise results[r]
+            errors = [results[r] for r in range(self.size) if failed[r]]
+            if errors:  # the root cause first: a peer's broken wait is a consequence
+                errors.sort(key=lambda e: isinstance(e, threading.BrokenBarrierError))
+                raise errors[0]
         return results
 
 
