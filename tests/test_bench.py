@@ -1,0 +1,124 @@
+"""The benchmark's machinery on tiny shapes: paired rounds, the report, JSON, comparison,
+plot, Markdown, peer validation and the oneDNN harness."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from fbnops.tools.bench import report
+from fbnops.tools.bench.__main__ import BenchUsageError, _peers, main
+from fbnops.tools.bench.cases import Case
+from fbnops.tools.bench.peers import PEERS
+from fbnops.tools.bench.timing import Sample, interleaved, paired_ratio
+
+TINY = ["--quick", "--peers", "ref", "--shapes", "2,4,4,8;2,3,3,16", "--layouts", "NHWC,NCHW"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "new.json"
+    assert main([*TINY, "--json", str(path)]) == 0
+    return json.loads(path.read_text())
+
+
+def test_interleaved_rounds_time_the_second_call_of_each_pair():
+    counts = {"a": 0, "b": 0}
+
+    def call(name):
+        def run():
+            counts[name] += 1
+
+        return run
+
+    samples = interleaved({"a": call("a"), "b": call("b")}, rounds=4)
+    assert counts == {"a": 9, "b": 9}  # warm-up + 2 per round
+    assert all(len(s.times) == 4 for s in samples.values())
+
+
+def test_paired_ratio_is_the_median_of_per_round_ratios():
+    a, b = Sample((1.0, 2.0, 4.0)), Sample((2.0, 2.0, 2.0))
+    assert paired_ratio(a, b) == (1.0, pytest.approx(0.375))  # ratios 0.5, 1, 2: quartiles 0.75, 1.5; half the IQR
+    assert Sample((1.0, 1.0, 1.0)).spread == 0.0
+
+
+def test_report_json_has_machine_rows_paired_ratios_and_floor(tiny_run, capsys):
+    doc = tiny_run
+    machine = doc["machine"]
+    assert machine["cpu"] and machine["threads"] >= 1 and "numpy" in machine["versions"]
+    assert doc["peers"] == ["ref"] and doc["rounds"] == 3
+    assert len(doc["rows"]) == 4
+    for row in doc["rows"]:
+        assert row["fbnops_ms"] > 0 and row["ref_ms"] > 0 and row["floor_ms"] > 0
+        assert row["ratio_ref"] > 0 and row["ratio_floor"] > 0 and row["fbnops_spread"] >= 0
+        assert row["key"].startswith("grad/") and row["dtype"] == "float32"
+
+
+def test_printed_report_names_machine_units_and_only_the_chosen_peers(tmp_path, capsys):
+    assert main([*TINY, "--shapes", "2,4,4,8", "--layouts", "NHWC"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0].startswith("# CPU: ") and "caches" in lines[0] and "threads used" in lines[1]
+    assert "# peers: ref;" in out and "torch" not in out.split("\n\n")[0]
+    header = next(line for line in lines if line.startswith("case"))
+    for column in ("fbnops [ms]", "ref [ms]", "fbnops/ref", "floor [ms]", "fbnops/floor", "fbnops [GB/s]"):
+        assert column in header
+    assert err == ""  # no progress bar off a terminal
+
+
+def test_compare_flags_regressions_beyond_threshold_and_noise(tiny_run, tmp_path, capsys):
+    faster_before = {**tiny_run, "rows": [{**r, "fbnops_ms": r["fbnops_ms"] / 3, "fbnops_spread": 0.0}
+                                          for r in tiny_run["rows"]]}  # fmt: skip
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(faster_before))
+    lines, regressions = report.compare(tiny_run["rows"], faster_before, 0.10)
+    assert regressions == 4 and sum("REGRESSION" in line for line in lines) == 4
+    slower_before = {**tiny_run, "rows": [{**r, "fbnops_ms": r["fbnops_ms"] * 3, "fbnops_spread": 0.0}
+                                          for r in tiny_run["rows"]]}  # fmt: skip
+    lines, regressions = report.compare(tiny_run["rows"], slower_before, 0.10)
+    assert regressions == 0 and sum("faster" in line for line in lines) == 4
+    assert main([*TINY, "--compare", str(old)]) == 1  # the command: exit 1 when a case regressed
+    assert "REGRESSION" in capsys.readouterr().out
+
+
+def test_markdown_ratio_columns_have_distinct_headers(tiny_run):
+    md = report.markdown(tiny_run)
+    header = md.splitlines()[0].strip("| ").split(" | ")
+    assert len(header) == len(set(header))
+    assert "fbnops / ref" in header and "fbnops / floor" in header and "ratio" not in header
+    assert md.count("\n| `grad") == 4 and "CPU:" in md
+
+
+def test_plot_is_written(tiny_run, tmp_path):
+    pytest.importorskip("matplotlib", reason="the plot needs matplotlib (the bench extra)")
+    path = tmp_path / "perf.png"
+    report.plot(tiny_run, str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_peers_are_validated_up_front(monkeypatch):
+    assert set(_peers("auto")) <= set(PEERS) and "ref" in _peers("auto")
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if torch were not installed
+    assert "torch" not in _peers("auto")
+    with pytest.raises(BenchUsageError, match="peer 'torch' cannot run: torch is not installed"):
+        _peers("ref,torch")
+    with pytest.raises(BenchUsageError, match=r"unknown peer\(s\) \['bogus'\]"):
+        _peers("ref,bogus")
+
+
+def test_onednn_harness_times_plain_and_blocked_primitives():
+    reason = PEERS["onednn"].missing()
+    if reason:
+        pytest.skip(f"oneDNN peer unavailable: {reason}")
+    from fbnops.tools.bench import onednn
+
+    assert onednn.version().count(".") == 2
+    for op in ("grad", "forward"):
+        case = Case((2, 4, 4, 16), "NCHW", "float32", op)
+        for blocked in (False, True):
+            call = onednn.onednn_call(case, blocked, threads=1)
+            samples = interleaved({"onednn": call}, rounds=2)
+            assert samples["onednn"].median > 0
+    assert onednn.onednn_call(Case((2, 4, 4, 16), "NHWC", "bfloat16", "grad"), False) is None
