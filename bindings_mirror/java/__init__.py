@@ -1,23 +1,23 @@
-"""TensorFlow Java mirror (seed 000): ``FusedBatchNormGradV3.create(scope, ...)`` and friends.
+"""TensorFlow Java mirror: ``org.tensorflow`` as Python.
 
 from bindings_mirror.java import *
-g = Graph()
-scope = g.baseScope()
-grad = FusedBatchNormGradV3.create(scope, dy, x, scale, rs1, rs2, rs3,
-                                   FusedBatchNormGradV3.epsilon(1e-3),
-                                   FusedBatchNormGradV3.isTraining(True))
-with Session(g) as s:
-    dx, = s.runner().feed(...).fetch(grad.xBackprop()).run()
+with Graph() as g:
+    tf = Ops.create(g)
+    x = tf.placeholder(TFloat32, Placeholder.shape(Shape.of(4, 3, 3, 2)))
+    bn = tf.nn.fusedBatchNorm(x, ..., FusedBatchNorm.epsilon(1e-3))
+    with Session(g) as s, s.runner().feed(x, TFloat32.tensorOf(data)).fetch(bn.y()).run() as result:
+        y = np.asarray(result.get(0))
 """
 
+from .exceptions import *  # noqa: F403
+from .exceptions import __all__ as _exceptions_all
 from .framework import *  # noqa: F403
 from .framework import __all__ as _framework_all
 from .ops import Ops
 from .ops_gen import *  # noqa: F403
-
-# tensorflow/java names the classes by their endpoint (nn.FusedBatchNormGrad, nn.FusedBatchNorm)
-from .ops_gen import FusedBatchNormGradV3 as FusedBatchNormGrad  # noqa: E402
-from .ops_gen import FusedBatchNormV3 as FusedBatchNorm  # noqa: E402
 from .ops_gen import __all__ as _ops_all
+from .session import Result, Session
+from .types import *  # noqa: F403
+from .types import __all__ as _types_all
 
-__all__ = [*_framework_all, *_ops_all, "Ops", "FusedBatchNormGrad", "FusedBatchNorm"]
+__all__ = [*_exceptions_all, *_types_all, *_framework_all, "Session", "Result", *_ops_all, "Ops"]

@@ -1,9 +1,10 @@
-"""The TensorFlow Java runtime pieces the generated op classes use.
+"""The TensorFlow Java graph pieces the generated op classes use.
 
-``Scope``, ``Graph``, ``EagerSession``, ``Session``/``Runner``, ``Operand``/``Output``,
-``OperationBuilder``, ``Constant``/``Placeholder`` and Java's error model: every
-failure is an exception (``TFInvalidArgumentException`` for op errors,
-``IllegalArgumentException`` for bad names and arguments).
+``Op``/``Operand``/``Output``, ``Operation``, ``RawOp``, ``OperationBuilder``,
+``Scope``, ``Graph`` and ``EagerSession``, and the single-output ops ``Constant``
+and ``Placeholder``.  As in tensorflow/java, a multi-output op is only an ``Op``
+(``RawOp implements Op``): it is not an ``Operand`` and cannot be an input.
+Java's error model: every failure is an exception (``exceptions.py``).
 """
 
 from __future__ import annotations
@@ -17,161 +18,137 @@ from fbnops.framework import errors as _errors
 from fbnops.framework.graph import Graph as _CoreGraph
 from fbnops.framework.graph import Output as _CoreOutput
 from fbnops.framework.scope import EagerContext
-from fbnops.framework.session import Session as _CoreSession
+from fbnops.framework.scope import Scope as _CoreScope
+
+from ..cc.nodedef import add_node
+from .exceptions import (
+    IllegalArgumentException,
+    IllegalStateException,
+    IndexOutOfBoundsException,
+    NullPointerException,
+    TFOutOfRangeException,
+    java_exception,
+)
+from .types import DataType, Shape, Tensor, as_tensor, tensor_class
 
 __all__ = [
-    "TensorFlowException",
-    "TFInvalidArgumentException",
-    "TFNotFoundException",
-    "IllegalArgumentException",
-    "IllegalStateException",
-    "Scope",
-    "Graph",
-    "EagerSession",
-    "Session",
+    "Op",
     "Operand",
     "Output",
     "Operation",
-    "OperationBuilder",
     "RawOp",
+    "OperationBuilder",
+    "Scope",
+    "ExecutionEnvironment",
+    "Graph",
+    "EagerSession",
     "Constant",
     "Placeholder",
-    "DataType",
-    "Shape",
 ]
 
 
-class TensorFlowException(RuntimeError):
-    """org.tensorflow.exceptions.TensorFlowException"""
+class Op:
+    """org.tensorflow.op.Op: anything that wraps an operation."""
+
+    def op(self) -> Operation:
+        raise NotImplementedError
+
+    def env(self) -> ExecutionEnvironment:
+        return self.op().env()
 
 
-class TFInvalidArgumentException(TensorFlowException, _errors.InvalidArgumentError):
-    """org.tensorflow.exceptions.TFInvalidArgumentException"""
-
-    def __init__(self, message: str, op: str | None = None):
-        _errors.InvalidArgumentError.__init__(self, message, op)
-
-
-class TFNotFoundException(TensorFlowException, _errors.NotFoundError):
-    def __init__(self, message: str, op: str | None = None):
-        _errors.NotFoundError.__init__(self, message, op)
-
-
-class IllegalArgumentException(ValueError):
-    """java.lang.IllegalArgumentException"""
-
-
-class IllegalStateException(RuntimeError):
-    """java.lang.IllegalStateException"""
-
-
-def _java_error(e: _errors.OpError) -> TensorFlowException:
-    if isinstance(e, _errors.NotFoundError):
-        return TFNotFoundException(e.message, e.op)
-    return TFInvalidArgumentException(e.message, e.op)
-
-
-class DataType:
-    """The dtypes the ops use, named as TF Java's tensor types."""
-
-    TFloat32 = np.dtype(np.float32)
-    TFloat16 = np.dtype(np.float16)
-    TBfloat16 = np.dtype("bfloat16")
-    TInt32 = np.dtype(np.int32)
-
-
-class Shape:
-    """org.tensorflow.ndarray.Shape: ``Shape.of(2, 3)``, ``Shape.unknown()``; -1 is an unknown size."""
-
-    def __init__(self, dims):
-        self.dims = None if dims is None else tuple(None if d is None or d < 0 else int(d) for d in dims)
-
-    @staticmethod
-    def of(*dims: int) -> Shape:
-        return Shape(dims)
-
-    @staticmethod
-    def scalar() -> Shape:
-        return Shape(())
-
-    @staticmethod
-    def unknown() -> Shape:
-        return Shape(None)
-
-    def numDimensions(self) -> int:
-        return -1 if self.dims is None else len(self.dims)
-
-    def size(self, i: int) -> int:
-        d = self.dims[i]
-        return -1 if d is None else d
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Shape) and other.dims == self.dims
-
-    def __repr__(self) -> str:
-        return (
-            "<unknown>"
-            if self.dims is None
-            else "[" + ", ".join("-1" if d is None else str(d) for d in self.dims) + "]"
-        )
-
-
-class Operand:
-    """Anything usable as an op input: ``asOutput()``."""
+class Operand(Op):
+    """org.tensorflow.Operand: an Op usable as an input (``asOutput()``)."""
 
     def asOutput(self) -> Output:
         raise NotImplementedError
 
+    def op(self) -> Operation:
+        return self.asOutput().op()
+
+    def type(self) -> type[Tensor]:
+        return self.asOutput().type()
+
+    def shape(self) -> Shape:
+        return self.asOutput().shape()
+
+    def asTensor(self) -> Tensor:
+        return self.asOutput().asTensor()
+
 
 class Output(Operand):
-    """org.tensorflow.Output: one output of an operation."""
+    """org.tensorflow.Output: output ``index`` of an operation."""
 
-    def __init__(self, core: _CoreOutput):
-        self._core = core
+    def __init__(self, operation: Operation, index: int):
+        self._operation = operation
+        self._index = index
+
+    @property
+    def _core(self) -> _CoreOutput:
+        op = self._operation._core
+        if not 0 <= self._index < op.num_outputs:  # Graph.output("op:9") is not range-checked
+            raise TFOutOfRangeException(
+                f"Node '{op.name}' (type: '{op.type}', num of outputs: {op.num_outputs}) "
+                f"does not have output {self._index}"
+            )
+        return op.outputs[self._index]
 
     def asOutput(self) -> Output:
         return self
 
     def op(self) -> Operation:
-        return Operation(self._core.op)
+        return self._operation
 
     def index(self) -> int:
-        return self._core.index
+        return self._index
+
+    def name(self) -> str:
+        return f"{self._operation.name()}:{self._index}"
 
     def shape(self) -> Shape:
         return Shape(self._core.shape)
 
-    def dataType(self) -> np.dtype:
-        return self._core.dtype
+    def dataType(self) -> DataType:
+        return tensor_class(self._core.dtype).DATA_TYPE
 
-    def name(self) -> str:
-        return self._core.name
+    def type(self) -> type[Tensor]:
+        return tensor_class(self._core.dtype)
 
-    def asTensor(self) -> np.ndarray:
+    def expect(self, type_: type[Tensor]) -> Output:
+        if type_ is not self.type():
+            raise IllegalArgumentException(
+                f"Cannot cast from output of {self.type().__name__} to output of {type_.__name__}"
+            )
+        return self
+
+    def asTensor(self) -> Tensor:
         """The value (eager execution only)."""
-        try:
-            return self._core.value()
-        except _errors.OpError as e:
-            raise IllegalStateException(str(e)) from None
+        env = self._operation.env()
+        if not isinstance(env, EagerSession):
+            raise IllegalStateException("Graph tensors must be fetched by running a session")
+        if env._core_env.closed:
+            raise IllegalStateException("Eager session has been closed")
+        return self.type()(self._core.value())
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Output) and other._core == self._core
+        return isinstance(other, Output) and other._operation == self._operation and other._index == self._index
 
     def __hash__(self) -> int:
-        return hash(self._core)
+        return hash((self._operation, self._index))
 
     def __repr__(self) -> str:
-        return (
-            f"<{self._core.op.type} '{self._core.op.name}:{self._core.index}' shape={self.shape()} "
-            f"dtype={self._core.dtype}>"
-        )
+        return f"<{self._operation.type()} '{self.name()}' shape={self.shape()} dtype={self.dataType()}>"
 
 
 class Operation:
     """org.tensorflow.Operation (GraphOperation / EagerOperation)."""
 
-    def __init__(self, core):
+    def __init__(self, env: ExecutionEnvironment, core):
+        self._env = env
         self._core = core
+
+    def env(self) -> ExecutionEnvironment:
+        return self._env
 
     def name(self) -> str:
         return self._core.name
@@ -183,7 +160,12 @@ class Operation:
         return self._core.num_outputs
 
     def output(self, idx: int) -> Output:
-        return Output(self._core.outputs[idx])
+        n = self.numOutputs()
+        if idx >= n:
+            raise IndexOutOfBoundsException(f"Can't get output with index {idx}, this op only has {n} outputs.")
+        if idx < 0:
+            raise IndexOutOfBoundsException("Can't get output with index < 0.")
+        return Output(self, idx)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Operation) and other._core is self._core
@@ -191,22 +173,78 @@ class Operation:
     def __hash__(self) -> int:
         return id(self._core)
 
+    def __repr__(self) -> str:
+        return f"<{self.type()} '{self.name()}'>"
 
-class RawOp(Operand):
-    """Base of the generated op classes: wraps the built Operation."""
+
+class RawOp(Op):
+    """org.tensorflow.op.RawOp (``implements Op``): base of the generated op classes."""
 
     OP_NAME = ""
 
     def __init__(self, operation: Operation, op_name: str):
         if operation.type() != op_name:
-            raise IllegalArgumentException(f"{operation.type()} is not a {op_name} operation")
+            raise IllegalArgumentException(
+                f"Can't create a {type(self).__name__} from an operation with type \"{operation.type()}\", "
+                f'operation must have type "{op_name}".'
+            )
         self._operation = operation
 
     def op(self) -> Operation:
         return self._operation
 
-    def asOutput(self) -> Output:
-        return self._operation.output(0)
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RawOp) and other._operation == self._operation
+
+    def __hash__(self) -> int:
+        return hash(self._operation)
+
+    def __repr__(self) -> str:
+        return f"<{self._operation.type()} '{self._operation.name()}'>"
+
+
+def as_input(operand, name: str) -> Output:
+    """``operand.asOutput()`` for an ``Operand<T>`` parameter; anything else would not compile."""
+    if isinstance(operand, Operand):
+        return operand.asOutput()
+    if isinstance(operand, Op):
+        raise IllegalArgumentException(
+            f"{name}: {type(operand).__name__} is an Op with several outputs, not an Operand; pass one of its "
+            "outputs (e.g. its first accessor)"
+        )
+    raise IllegalArgumentException(f"{name} must be an Operand, got {type(operand).__name__}")
+
+
+OPTIONS_TOKEN = object()  # Options constructors are private in tf-java: only the static setters make them
+
+
+def check_private(token, what: str) -> None:
+    if token is not OPTIONS_TOKEN:
+        raise IllegalArgumentException(f"{what}() is private; use the static option setters")
+
+
+def check_options(opts, cls) -> None:
+    """One element of an ``Options...`` parameter: null is a NullPointerException, another class would not compile."""
+    if opts is None:
+        raise NullPointerException(f"null {cls.__qualname__} in options")
+    if not isinstance(opts, cls):
+        raise IllegalArgumentException(f"expected {cls.__qualname__}, got {type(opts).__qualname__}")
+
+
+_BOXED_CHECKS = {
+    "Float": lambda v: isinstance(v, (float, int, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_)),
+    "Boolean": lambda v: isinstance(v, (bool, np.bool_)),
+    "String": lambda v: isinstance(v, str),
+}
+
+
+def option_value(value, java_type: str, name: str):
+    """An option setter's argument: null leaves the attr unset; a value of another type would not compile."""
+    if value is not None and not _BOXED_CHECKS[java_type](value):
+        raise IllegalArgumentException(f"{name}({java_type}) cannot take {type(value).__name__} {value!r}")
+    if value is None:
+        return None
+    return {"Float": float, "Boolean": bool, "String": str}[java_type](value)
 
 
 class OperationBuilder:
@@ -225,6 +263,8 @@ class OperationBuilder:
     def addInput(self, output: Output) -> OperationBuilder:
         if not isinstance(output, Output):
             raise IllegalArgumentException(f"addInput expects an Output, got {type(output).__name__}")
+        if output.env() is not self._scope.env():
+            raise IllegalArgumentException(f"{output.name()} belongs to another execution environment")
         self._inputs.append(output._core)
         return self
 
@@ -241,13 +281,21 @@ class OperationBuilder:
         return self
 
     def build(self) -> Operation:
+        env = self._scope.env()
         try:
-            op = self._scope._core.env.add_operation(
-                self._name, self._type, self._inputs, self._attrs, self._control, self._device, self._kernel_label
+            op = add_node(
+                env._core_env,
+                self._name,
+                self._type,
+                self._inputs,
+                self._attrs,
+                self._control,
+                self._device,
+                self._kernel_label,
             )
         except _errors.OpError as e:
-            raise _java_error(e) from None
-        return Operation(op)
+            raise java_exception(e) from None
+        return Operation(env, op)
 
 
 _NAME_REGEX = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-]*$")
@@ -264,10 +312,8 @@ class Scope:
     dependencies, device, and (fbnops) ``withKernelLabel`` for the backend that runs the ops."""
 
     def __init__(self, env: ExecutionEnvironment, _core=None, _op_name: str | None = None):
-        from fbnops.framework.scope import Scope as CoreScope
-
         self._env = env
-        self._core = _core if _core is not None else CoreScope(env._core_env)
+        self._core = _core if _core is not None else _CoreScope(env._core_env)
         self._op_name = _op_name
 
     def _with(self, core=None, op_name: str | None = None) -> Scope:
@@ -291,12 +337,9 @@ class Scope:
     def withControlDependencies(self, controls) -> Scope:
         ops = []
         for c in controls:
-            if isinstance(c, RawOp):
-                ops.append(c.op()._core)
-            elif isinstance(c, Operation):
-                ops.append(c._core)
-            else:
+            if not isinstance(c, Op):
                 raise IllegalArgumentException(f"not an Op: {c!r}")
+            ops.append(c.op()._core)
         return self._with(self._core.with_control_dependencies(ops))
 
     def withKernelLabel(self, label: str) -> Scope:
@@ -323,22 +366,52 @@ class ExecutionEnvironment:
     _core_env: Any
 
     def baseScope(self) -> Scope:
-        return Scope(self)
+        return self._base
+
+    def isEager(self) -> bool:
+        return isinstance(self, EagerSession)
+
+    def isGraph(self) -> bool:
+        return isinstance(self, Graph)
 
 
 class Graph(ExecutionEnvironment):
-    """org.tensorflow.Graph."""
+    """org.tensorflow.Graph: operations by name; ``output("op:1")`` parses tensor names as tf-java does."""
 
     def __init__(self):
         self._core_env = _CoreGraph()
         self._base = Scope(self)
 
-    def baseScope(self) -> Scope:
-        return self._base
-
     def operation(self, name: str) -> Operation | None:
         op = self._core_env.operation(name)
-        return None if op is None else Operation(op)
+        return None if op is None else Operation(self, op)
+
+    def operationOrThrow(self, name: str) -> Operation:
+        op = self.operation(name)
+        if op is None:
+            raise IllegalArgumentException(f"No Operation named [{name}] in the Graph")
+        return op
+
+    def output(self, output: str) -> Output | None:
+        """``"op"`` or ``"op:"`` is output 0; ``"op:i"`` output i (not range-checked, as in tf-java)."""
+        colon = output.rfind(":")
+        if colon == -1 or colon == len(output) - 1:
+            op = self.operation(output)
+            return None if op is None else Output(op, 0)
+        index = _parse_java_int(output[colon + 1 :])
+        if index is None:
+            raise IllegalArgumentException(f'Could not get output for badly formatted output name: "{output}"')
+        op = self.operation(output[:colon])
+        return None if op is None else Output(op, index)
+
+    def outputOrThrow(self, output: str) -> Output:
+        out = self.output(output)
+        if out is None:
+            raise IllegalArgumentException(f"No Operation named [{output}] in the Graph")
+        return out
+
+    def operations(self):
+        return iter([Operation(self, op) for op in self._core_env.operations()])
 
     def toGraphDef(self) -> str:
         """The GraphDef, in protobuf text format."""
@@ -350,7 +423,7 @@ class Graph(ExecutionEnvironment):
         try:
             graph_from_pbtxt(graphDef, self._core_env)
         except _errors.OpError as e:
-            raise _java_error(e) from None
+            raise java_exception(e) from None
 
     def close(self) -> None:
         pass
@@ -360,6 +433,14 @@ class Graph(ExecutionEnvironment):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _parse_java_int(text: str) -> int | None:
+    """``Integer.parseInt``: an optional sign and ASCII digits, within 32 bits; else None."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    value = int(text)
+    return value if -(2**31) <= value < 2**31 else None
 
 
 class EagerSession(ExecutionEnvironment):
@@ -373,9 +454,6 @@ class EagerSession(ExecutionEnvironment):
     def create() -> EagerSession:
         return EagerSession()
 
-    def baseScope(self) -> Scope:
-        return self._base
-
     def close(self) -> None:
         self._core_env.closed = True
 
@@ -386,107 +464,72 @@ class EagerSession(ExecutionEnvironment):
         self.close()
 
 
-class Session:
-    """org.tensorflow.Session: ``session.runner().feed(...).fetch(...).run()``."""
-
-    def __init__(self, graph: Graph):
-        if not isinstance(graph, Graph):
-            raise IllegalArgumentException("Session needs a Graph")
-        self._graph = graph
-        self._core = _CoreSession(graph._core_env)
-
-    def runner(self) -> Session.Runner:
-        return Session.Runner(self)
-
-    class Runner:
-        def __init__(self, session: Session):
-            self._session = session
-            self._feeds: dict = {}
-            self._fetches: list = []
-            self._targets: list = []
-
-        @staticmethod
-        def _key(operand):
-            if isinstance(operand, str):
-                return operand
-            if isinstance(operand, Operand):
-                return operand.asOutput()._core
-            raise IllegalArgumentException(f"cannot feed or fetch {type(operand).__name__}")
-
-        def feed(self, operand, t) -> Session.Runner:
-            self._feeds[self._key(operand)] = t
-            return self
-
-        def fetch(self, operand, index: int | None = None) -> Session.Runner:
-            key = self._key(operand)
-            if isinstance(key, str) and index is not None:
-                key = f"{key}:{index}"
-            self._fetches.append(key)
-            return self
-
-        def addTarget(self, operand) -> Session.Runner:
-            self._targets.append(operand.op()._core if isinstance(operand, RawOp) else operand._core)
-            return self
-
-        def run(self) -> list[np.ndarray]:
-            try:
-                return self._session._core.run(self._fetches, self._feeds, self._targets)
-            except _errors.OpError as e:
-                raise _java_error(e) from None
-
-    def close(self) -> None:
-        self._core.close()
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-class Constant(RawOp):
-    """org.tensorflow.op.core.Constant: ``Constant.create(scope, ndarray)``."""
+class Constant(RawOp, Operand):
+    """org.tensorflow.op.core.Constant: ``Constant.create(scope, tensor)`` (an ndarray also works)."""
 
     OP_NAME = "Const"
 
     def __init__(self, operation: Operation):
         super().__init__(operation, self.OP_NAME)
+        self._output = operation.output(0)
+
+    def asOutput(self) -> Output:
+        return self._output
+
+    def op(self) -> Operation:
+        return self._operation
 
     @staticmethod
     def create(scope: Scope, value) -> Constant:
-        if not isinstance(value, (np.ndarray, np.generic)):
-            raise IllegalArgumentException(f"Constant.create expects an ndarray, got {type(value).__name__}")
-        value = np.asarray(value)
-        return Constant(scope.opBuilder("Const", "Const").setAttr("value", value).setAttr("dtype", value.dtype).build())
+        value = np.asarray(as_tensor(value))
+        builder = scope.opBuilder("Const", "Const").setAttr("value", value).setAttr("dtype", value.dtype)
+        return Constant(builder.build())
 
 
-class Placeholder(RawOp):
-    """org.tensorflow.op.core.Placeholder: ``Placeholder.create(scope, dtype, Placeholder.shape(...))``."""
+class Placeholder(RawOp, Operand):
+    """org.tensorflow.op.core.Placeholder: ``Placeholder.create(scope, TFloat32, Placeholder.shape(...))``."""
 
     OP_NAME = "Placeholder"
 
     def __init__(self, operation: Operation):
         super().__init__(operation, self.OP_NAME)
+        self._output = operation.output(0)
+
+    def asOutput(self) -> Output:
+        return self._output
+
+    def op(self) -> Operation:
+        return self._operation
 
     class Options:
-        def __init__(self):
+        """Optional attributes for Placeholder (built by ``Placeholder.shape(...)``)."""
+
+        def __init__(self, _token=None):
+            check_private(_token, "Placeholder.Options")
             self._shape = None
 
         def shape(self, shape: Shape) -> Placeholder.Options:
+            if not isinstance(shape, Shape):
+                raise IllegalArgumentException(f"shape must be a Shape, got {type(shape).__name__}")
             self._shape = shape
             return self
 
     @staticmethod
     def shape(shape: Shape) -> Placeholder.Options:
-        return Placeholder.Options().shape(shape)
+        return Placeholder.Options(OPTIONS_TOKEN).shape(shape)
 
     @staticmethod
-    def create(scope: Scope, dtype, *options: Placeholder.Options) -> Placeholder:
-        b = scope.opBuilder("Placeholder", "Placeholder").setAttr("dtype", np.dtype(dtype))
+    def create(scope: Scope, dtype: type[Tensor], *options: Placeholder.Options) -> Placeholder:
+        if not (isinstance(dtype, type) and issubclass(dtype, Tensor) and dtype is not Tensor):
+            raise IllegalArgumentException(f"dtype must be a tensor class such as TFloat32, got {dtype!r}")
+        builder = scope.opBuilder("Placeholder", "Placeholder").setAttr("dtype", dtype.NUMPY)
         for o in options:
+            check_options(o, Placeholder.Options)
             if o._shape is not None:
-                b.setAttr("shape", o._shape.dims)
-        return Placeholder(b.build())
+                builder.setAttr("shape", o._shape.dims)
+        return Placeholder(builder.build())
 
     def output(self) -> Output:
-        return self.asOutput()
+        return self._output
+
+

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .framework import Constant, EagerSession, ExecutionEnvironment, Placeholder, Scope
-from .ops_gen import NnOps
+from .ops_gen import CoreOps, NnOps
+from .types import Tensor
 
 _default_eager: list[EagerSession] = []
 
 
-class Ops:
-    """org.tensorflow.op.Ops: scope-carrying facade over the op classes."""
+class Ops(CoreOps):
+    """org.tensorflow.op.Ops: scope-carrying facade; ``tf.nn.*`` endpoints and the core op classes
+    (``tf.fusedBatchNormGradV3(...)``, the seed-era ``org.tensorflow.op.core`` classes)."""
 
     def __init__(self, scope: Scope):
         self._scope = scope
@@ -45,8 +45,8 @@ class Ops:
         """fbnops: the backend that runs the ops built through the returned facade."""
         return Ops(self._scope.withKernelLabel(label))
 
-    def constant(self, value: np.ndarray) -> Constant:
+    def constant(self, value) -> Constant:
         return Constant.create(self._scope, value)
 
-    def placeholder(self, dtype, *options) -> Placeholder:
+    def placeholder(self, dtype: type[Tensor], *options) -> Placeholder:
         return Placeholder.create(self._scope, dtype, *options)

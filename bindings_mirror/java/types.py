@@ -1,0 +1,282 @@
+"""tensorflow/java's data types: ``DataType`` (the protobuf enum), ``Shape``, the typed
+tensor classes (``TFloat32``, ``TInt32``, ...) and ``java.util.Optional``.
+
+A tensor owns a NumPy array; ``np.asarray(tensor)`` reads it (the ``NdArray`` view of
+tf-java).  ``close()`` releases it, and any later read raises
+``IllegalStateException`` instead of touching freed memory.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from .exceptions import IllegalArgumentException, IllegalStateException, NoSuchElementException
+
+__all__ = [
+    "DataType",
+    "Shape",
+    "Tensor",
+    "TType",
+    "TFloat32",
+    "TFloat64",
+    "TFloat16",
+    "TBfloat16",
+    "TInt32",
+    "TInt64",
+    "TBool",
+    "Optional",
+    "tensor_class",
+]
+
+
+class DataType(enum.IntEnum):
+    """org.tensorflow.proto.DataType (values of types.proto)."""
+
+    DT_INVALID = 0
+    DT_FLOAT = 1
+    DT_DOUBLE = 2
+    DT_INT32 = 3
+    DT_UINT8 = 4
+    DT_INT16 = 5
+    DT_INT8 = 6
+    DT_STRING = 7
+    DT_INT64 = 9
+    DT_BOOL = 10
+    DT_BFLOAT16 = 14
+    DT_HALF = 19
+    DT_RESOURCE = 20
+
+    def getNumber(self) -> int:
+        return int(self)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Shape:
+    """org.tensorflow.ndarray.Shape: ``Shape.of(2, 3)``, ``Shape.unknown()``; -1 is an unknown size."""
+
+    def __init__(self, dims):
+        self.dims = None if dims is None else tuple(None if d is None or d < 0 else int(d) for d in dims)
+
+    @staticmethod
+    def of(*dims: int) -> Shape:
+        return Shape(dims)
+
+    @staticmethod
+    def scalar() -> Shape:
+        return Shape(())
+
+    @staticmethod
+    def unknown() -> Shape:
+        return Shape(None)
+
+    def numDimensions(self) -> int:
+        return -1 if self.dims is None else len(self.dims)
+
+    def isUnknown(self) -> bool:
+        return self.dims is None
+
+    def size(self, i: int | None = None) -> int:
+        """``size()``: the number of elements (-1 if unknown); ``size(i)``: dimension ``i``."""
+        if i is None:
+            if self.dims is None or None in self.dims:
+                return -1
+            return int(np.prod(self.dims, dtype=np.int64))
+        d = self.dims[i]
+        return -1 if d is None else d
+
+    def asArray(self) -> list[int]:
+        return [] if self.dims is None else [-1 if d is None else d for d in self.dims]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Shape) and other.dims == self.dims
+
+    def __hash__(self) -> int:
+        return hash(self.dims)
+
+    def __repr__(self) -> str:
+        return (
+            "<unknown>"
+            if self.dims is None
+            else "[" + ", ".join("-1" if d is None else str(d) for d in self.dims) + "]"
+        )
+
+
+class Tensor:
+    """org.tensorflow.Tensor: typed, shaped, closeable."""
+
+    DATA_TYPE: DataType = DataType.DT_INVALID
+    NUMPY: np.dtype = np.dtype(np.float32)
+
+    def __init__(self, array: np.ndarray):
+        self._array: np.ndarray | None = np.ascontiguousarray(array, dtype=self.NUMPY)
+
+    @classmethod
+    def _of(cls, value) -> Tensor:
+        """Copy ``value`` into a new tensor; a value the type cannot hold is an error, never inf or a wrap."""
+        array = np.asarray(value)
+        if array.dtype == cls.NUMPY:
+            return cls(array)
+        target = cls.NUMPY.kind if cls.NUMPY != TBfloat16.NUMPY else "f"
+        source = array.dtype.kind
+        if source not in "biuf" or (target in "biu" and source == "f") or (target == "b" and source != "b"):
+            raise IllegalArgumentException(f"{cls.__name__} cannot hold {array.dtype} values")
+        with np.errstate(over="ignore", invalid="ignore"):
+            converted = array.astype(cls.NUMPY)
+        if target == "f":
+            lost = np.isfinite(array.astype(np.float64)) & ~np.isfinite(converted.astype(np.float64))
+        else:
+            lost = converted.astype(array.dtype) != array
+        if np.any(lost):
+            raise IllegalArgumentException(f"value out of range for {cls.__name__}")
+        return cls(converted)
+
+    @classmethod
+    def tensorOf(cls, shape_or_array, data=None) -> Tensor:
+        """``tensorOf(Shape)`` (zeros), ``tensorOf(Shape, data)`` or ``tensorOf(ndarray)``."""
+        if isinstance(shape_or_array, Shape):
+            if shape_or_array.size() < 0:
+                raise IllegalArgumentException("Cannot allocate a tensor of unknown shape")
+            if data is None:
+                return cls(np.zeros(shape_or_array.dims, cls.NUMPY))
+            flat = np.asarray(data).reshape(-1)
+            if flat.size != shape_or_array.size():
+                raise IllegalArgumentException(
+                    f"buffer of {flat.size} values does not fill shape {shape_or_array}"
+                )
+            return cls._of(flat.reshape(shape_or_array.dims))
+        return cls._of(shape_or_array)
+
+    @classmethod
+    def scalarOf(cls, value) -> Tensor:
+        return cls._of(np.asarray(value).reshape(()))
+
+    @classmethod
+    def vectorOf(cls, *values) -> Tensor:
+        return cls._of(np.asarray(values).reshape(-1))
+
+    def _data(self) -> np.ndarray:
+        if self._array is None:
+            raise IllegalStateException("Tensor has been closed")
+        return self._array
+
+    def dataType(self) -> DataType:
+        return self.DATA_TYPE
+
+    def type(self) -> type[Tensor]:
+        return type(self)
+
+    def shape(self) -> Shape:
+        return Shape(self._data().shape)
+
+    def rank(self) -> int:
+        return self._data().ndim
+
+    def size(self) -> int:
+        return self._data().size
+
+    def numBytes(self) -> int:
+        return self._data().nbytes
+
+    def getObject(self, *coordinates: int) -> Any:
+        data = self._data()
+        if len(coordinates) != data.ndim:
+            raise IllegalArgumentException(f"need {data.ndim} coordinates to read a scalar, got {len(coordinates)}")
+        try:
+            return data[coordinates].item()
+        except IndexError as e:
+            raise IllegalArgumentException(str(e)) from None
+
+    getFloat = getDouble = getInt = getLong = getBoolean = getObject
+
+    def close(self) -> None:
+        self._array = None
+
+    def isClosed(self) -> bool:
+        return self._array is None
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        data = self._data()
+        return data if dtype is None else data.astype(dtype)
+
+    def __enter__(self) -> Tensor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._array is None else f"shape={self.shape()}"
+        return f"<{type(self).__name__} {state}>"
+
+
+TType = Tensor
+
+
+def _tensor_type(name: str, data_type: DataType, numpy: Any) -> type[Tensor]:
+    return type(name, (Tensor,), {"DATA_TYPE": data_type, "NUMPY": np.dtype(numpy), "__doc__": f"org.tensorflow.types.{name}"})
+
+
+TFloat32 = _tensor_type("TFloat32", DataType.DT_FLOAT, np.float32)
+TFloat64 = _tensor_type("TFloat64", DataType.DT_DOUBLE, np.float64)
+TFloat16 = _tensor_type("TFloat16", DataType.DT_HALF, np.float16)
+TBfloat16 = _tensor_type("TBfloat16", DataType.DT_BFLOAT16, ml_dtypes.bfloat16)
+TInt32 = _tensor_type("TInt32", DataType.DT_INT32, np.int32)
+TInt64 = _tensor_type("TInt64", DataType.DT_INT64, np.int64)
+TBool = _tensor_type("TBool", DataType.DT_BOOL, np.bool_)
+
+_BY_NUMPY = {cls.NUMPY: cls for cls in (TFloat32, TFloat64, TFloat16, TBfloat16, TInt32, TInt64, TBool)}
+
+
+def tensor_class(dtype: np.dtype) -> type[Tensor]:
+    """The tensor class for a NumPy dtype (``TensorTypeRegistry.find``)."""
+    try:
+        return _BY_NUMPY[np.dtype(dtype)]
+    except KeyError:
+        raise IllegalArgumentException(f"no tensor type is registered for {np.dtype(dtype)}") from None
+
+
+def as_tensor(value) -> Tensor:
+    """A feed value: a Tensor (used as is) or, as an fbnops convenience, a NumPy array."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, (np.ndarray, np.generic)):
+        return tensor_class(value.dtype)(value)
+    raise IllegalArgumentException(f"expected a Tensor, got {type(value).__name__}")
+
+
+class Optional:
+    """java.util.Optional (what ``Result.get(String)`` returns)."""
+
+    def __init__(self, value=None):
+        self._value = value
+
+    @staticmethod
+    def ofNullable(value) -> Optional:
+        return Optional(value)
+
+    @staticmethod
+    def empty() -> Optional:
+        return Optional()
+
+    def isPresent(self) -> bool:
+        return self._value is not None
+
+    def isEmpty(self) -> bool:
+        return self._value is None
+
+    def get(self):
+        if self._value is None:
+            raise NoSuchElementException("No value present")
+        return self._value
+
+    def orElse(self, other):
+        return other if self._value is None else self._value
+
+    def __repr__(self) -> str:
+        return "Optional.empty" if self._value is None else f"Optional[{self._value!r}]"
