@@ -1,0 +1,60 @@
+"""Run by tests/distributed/test_engines.py as ``mpiexec -n P python -m mpi4py mpi_worker.py OUT.npz SIZES``.
+
+Each rank takes its share (SIZES, comma-separated samples per rank) of the same batches and
+runs a training step per case; rank 0 saves the per-channel outputs, the rows of every rank
+joined, and whether all ranks hold the same per-channel bits.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+if importlib.util.find_spec("fbnops.kernels.stages") is None:  # same stand-in as the in-process tests
+    import standin_stages
+
+    import fbnops.kernels
+
+    sys.modules["fbnops.kernels.stages"] = standin_stages
+    fbnops.kernels.stages = standin_stages
+
+from dist_helpers import PER_CHANNEL, ROWS, batch, split, step  # noqa: E402
+from mpi4py import MPI  # noqa: E402
+
+from fbnops import distributed as fd  # noqa: E402
+
+CASES = {
+    "nhwc_f32": dict(data_format="NHWC", dtype="float32"),
+    "ncdhw_f16": dict(data_format="NCDHW", dtype="float16"),
+}
+
+
+def main(out: str, sizes: list[int]) -> None:
+    world = MPI.COMM_WORLD
+    comm = fd.from_mpi4py(world)
+    saved = {}
+    for name, case in CASES.items():
+        b = batch(n=sum(sizes), **case)
+        mine = dict(b, x=split(b["x"], sizes)[comm.rank], dy=split(b["dy"], sizes)[comm.rank])
+        for mode in ("default", "reproducible"):
+            r = step(comm, mine, data_format=case["data_format"], reproducible=mode == "reproducible")
+            per_channel = world.gather(b"".join(r[k].tobytes() for k in PER_CHANNEL), root=0)
+            rows = world.gather({k: r[k] for k in ROWS}, root=0)
+            if comm.rank == 0:
+                for k in PER_CHANNEL:
+                    saved[f"{name}/{mode}/{k}"] = r[k]
+                for k in ROWS:
+                    saved[f"{name}/{mode}/{k}"] = np.concatenate([p[k] for p in rows])
+                saved[f"{name}/{mode}/same_on_all_ranks"] = np.array(len(set(per_channel)) == 1)
+    if comm.rank == 0:
+        np.savez(out, **saved)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], [int(s) for s in sys.argv[2].split(",")])

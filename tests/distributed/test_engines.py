@@ -1,0 +1,57 @@
+"""The real engines: MPI under mpiexec (1, 2, 3 processes) and torch.distributed's gloo."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from dist_helpers import PER_CHANNEL, REAL_STAGES, ROWS, batch, same_bits, single_process
+
+from fbnops.distributed.demo import find_mpiexec
+
+HERE = Path(__file__).parent
+LAYOUTS = {1: [7], 2: [4, 3], 3: [3, 0, 4]}
+
+
+def _load(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path) as z:
+        out = {k: z[k] for k in z.files}
+    for k, v in out.items():  # bfloat16/float16 rows come back as float16/void: keep the bits comparable
+        if v.dtype.kind == "V":
+            out[k] = v.view(ml_dtypes.bfloat16)
+    return out
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("mpi4py") is None, reason="mpi4py not installed (pip install 'fbnops[mpi]')"
+)
+@pytest.mark.skipif(find_mpiexec() is None, reason="mpiexec not found (pip install 'fbnops[mpi]' brings MPICH's)")
+def test_mpiexec_one_two_three_ranks_agree(tmp_path):
+    runs = {}
+    for p, sizes in LAYOUTS.items():
+        out = tmp_path / f"p{p}.npz"
+        cmd = [find_mpiexec(), "-n", str(p), sys.executable, "-m", "mpi4py", str(HERE / "mpi_worker.py"), str(out),
+               ",".join(map(str, sizes))]  # fmt: skip
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-2000:]
+        runs[p] = _load(out)
+    names = {k.rsplit("/", 1)[0] for k in runs[1]}
+    for case in sorted(names):
+        layout, mode = case.split("/")
+        data_format = "NHWC" if layout.startswith("nhwc") else "NCDHW"
+        dtype = "float32" if layout.endswith("f32") else "float16"
+        want = single_process(batch(n=7, data_format=data_format, dtype=dtype), data_format=data_format)
+        for p, run in runs.items():
+            got = {k: run[f"{case}/{k}"] for k in PER_CHANNEL + ROWS}
+            assert run[f"{case}/same_on_all_ranks"], (case, p)
+            for k in PER_CHANNEL:
+                np.testing.assert_allclose(got[k], want[k], rtol=2e-6, atol=1e-6, err_msg=f"{case} p={p} {k}")
+            if mode == "reproducible":  # any number of ranks: the same bits
+                assert not same_bits(got, {k: runs[1][f"{case}/{k}"] for k in got}), (case, p)
+            elif p == 1 and REAL_STAGES:  # one rank is the single-process op
+                assert not same_bits(got, want), case
