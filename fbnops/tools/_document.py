@@ -135,8 +135,9 @@ def _read_yaml(text: str) -> tuple[Any, Positions]:
         import yaml
     except ImportError:
         raise DocumentError("YAML run files need PyYAML: pip install 'fbnops[yaml]'") from None
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)
         node = loader.get_single_node()
         if node is None:
             return None, {}
@@ -146,10 +147,14 @@ def _read_yaml(text: str) -> tuple[Any, Positions]:
         mark = e.problem_mark or e.context_mark
         problem = e.problem or e.context or "malformed"
         raise DocumentError(f"not valid YAML: {problem}", mark.line + 1, mark.column + 1) from None
-    except yaml.YAMLError as e:
-        raise DocumentError(f"not valid YAML: {e}") from None
+    except yaml.YAMLError as e:  # the reader's errors (unprintable characters) carry a character offset
+        offset = getattr(e, "position", 0)
+        line = text.count("\n", 0, offset) + 1
+        reason = getattr(e, "reason", None) or "malformed"
+        raise DocumentError(f"not valid YAML: {reason}", line, offset - text.rfind("\n", 0, offset)) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _walk_yaml(root, yaml) -> Positions:
