@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,8 +29,14 @@ from .errors import InvalidArgumentError
 __all__ = ["MAX_DEPTH", "Scalar", "Message", "Typed", "parse", "type_message", "located_error", "escape"]
 
 MAX_DEPTH = 100
-_PUNCT = "{}<>[]:,;"
-_IDENT = re.compile(r"[A-Za-z0-9_.+\-]+")
+_TOKEN = re.compile(
+    r"(?:\s|#[^\n]*)*"  # whitespace and comments, then one token:
+    r"(?P<t>([{}<>\[\]:,;])"  # punctuation
+    r"|(\"(?:[^\"\\\n]|\\[^\n])*\"|'(?:[^'\\\n]|\\[^\n])*')"  # a string on one line
+    r"|([A-Za-z0-9_.+\-]+)"  # an identifier or a number
+    r"|(\S)"  # anything else: an error
+    r"|$)"  # the end of the input
+)
 _SIMPLE_ESCAPES = {"n": 10, "t": 9, "r": 13, "\\": 92, "'": 39, '"': 34, "a": 7, "b": 8, "f": 12, "v": 11, "?": 63}
 _OCT = "01234567"
 _HEX = "0123456789abcdefABCDEF"
@@ -41,8 +47,7 @@ def located_error(source: str, line: int, col: int, message: str, cls: type = In
     return cls(f"{source}:{line}:{col}: {message}")
 
 
-@dataclass(frozen=True)
-class _Token:
+class _Token(NamedTuple):
     kind: str  # "punct" | "ident" | "string" | "end"
     text: str  # punctuation or identifier text; for strings the raw quoted text
     line: int
@@ -103,33 +108,28 @@ class _Lexer:
             self.line_start = nl + 1
 
     def tokens(self):
-        text, n = self.text, len(self.text)
+        text = self.text
         pos = 0
         while True:
-            while pos < n and (text[pos].isspace() or text[pos] == "#"):
-                if text[pos] == "#":
-                    nl = text.find("\n", pos)
-                    pos = n if nl < 0 else nl
-                else:
-                    pos += 1
-            line, col = self._where(pos)
-            if pos >= n:
+            m = _TOKEN.match(text, pos)  # never fails: the last alternative is the end of the input
+            punct, string, ident, other = m.group(2, 3, 4, 5)
+            start, pos = m.start("t"), m.end()
+            line, col = self._where(start)
+            if punct:
+                yield _Token("punct", punct, line, col)
+            elif ident:
+                yield _Token("ident", ident, line, col)
+            elif string:
+                data = self._string(start)[1] if "\\" in string else string[1:-1].encode("utf-8", "surrogatepass")
+                yield _Token("string", string, line, col, data)
+            elif other in ("'", '"'):
+                self._string(start)  # raises the precise error (unterminated, bad escape, newline)
+                raise self.error(start, "malformed string")
+            elif other:
+                raise self.error(start, f"unexpected character {other!r}")
+            else:
                 yield _Token("end", "", line, col)
                 return
-            c = text[pos]
-            if c in _PUNCT:
-                yield _Token("punct", c, line, col)
-                pos += 1
-            elif c in "\"'":
-                end, data = self._string(pos)
-                yield _Token("string", text[pos:end], line, col, data)
-                pos = end
-            else:
-                m = _IDENT.match(text, pos)
-                if not m:
-                    raise self.error(pos, f"unexpected character {c!r}")
-                yield _Token("ident", m.group(), line, col)
-                pos = m.end()
 
     def _string(self, start: int) -> tuple[int, bytes]:
         text, quote = self.text, self.text[start]
@@ -211,7 +211,8 @@ class _Parser:
             if tok.kind == "end":
                 if close is None:
                     return msg
-                raise self.error(start, f"truncated text: unbalanced braces, '{start.text}' is never closed by '{close}'")
+                why = f"unbalanced braces, '{start.text}' is never closed by '{close}'"
+                raise self.error(start, f"truncated text: {why}")
             self.field(msg, depth)
 
     def field(self, msg: Message, depth: int) -> None:
@@ -353,18 +354,18 @@ def _scalar(kind: str, s: Scalar, name: str, source: str, enums: dict[str, dict[
         raise bad(f"expected a {kind} value, found a string")
     text = s.text
     try:
-        if kind in _INT_RANGE:
-            value = _int(text)
-            lo, hi = _INT_RANGE[kind]
-            if not lo <= value <= hi:
-                raise bad(f"integer {text} is out of range for {kind}")
-            return value
-        if kind in ("float", "double"):
-            return _float(text, kind)
+        value = _int(text) if kind in _INT_RANGE else _float(text, kind) if kind in ("float", "double") else None
     except ValueError:
         raise bad(f"expected a{'n integer' if kind in _INT_RANGE else ' number'}, found {text!r}") from None
     except OverflowError as e:
         raise bad(str(e)) from None
+    if kind in _INT_RANGE:
+        lo, hi = _INT_RANGE[kind]
+        if not lo <= value <= hi:
+            raise bad(f"integer {text} is out of range for {kind}")
+        return value
+    if kind in ("float", "double"):
+        return value
     if kind == "bool":
         if text in ("true", "True", "t", "1", "false", "False", "f", "0"):
             return text in ("true", "True", "t", "1")

@@ -19,6 +19,12 @@ def _check_output(like: np.ndarray, op: str) -> None:
     memory.check_fits(like.size * like.dtype.itemsize, f"an output of shape {shape_str(like.shape)}", op)
 
 
+def _required(attrs: dict, name: str, op: str):
+    if name not in attrs:
+        raise InvalidArgumentError(f"NodeDef missing attr '{name}' from Op<name={op}>")
+    return attrs[name]
+
+
 def _same_dtype(inputs, op: str):
     dt = inputs[0].dtype
     for i, t in enumerate(inputs[1:], 1):
@@ -38,7 +44,7 @@ class Placeholder(OpDef):
     def build(self, inputs, attrs):
         if inputs:
             raise InvalidArgumentError("Placeholder takes no inputs")
-        dt = np.dtype(attrs["dtype"])
+        dt = np.dtype(_required(attrs, "dtype", "Placeholder"))
         shape = attrs.get("shape")
         shape = None if shape is None else tuple(None if d is None or d < 0 else int(d) for d in shape)
         return {"dtype": dt, "shape": shape}, [dt], [shape]
@@ -55,7 +61,7 @@ class Const(OpDef):
     attr_kinds = {"dtype": "type", "value": "tensor"}
 
     def build(self, inputs, attrs):
-        given = np.asarray(attrs["value"])
+        given = np.asarray(_required(attrs, "value", "Const"))
         memory.check_fits(given.size * given.dtype.itemsize, f"constant of shape {list(given.shape)}", "Const")
         value = np.array(given, copy=True)
         if not value.dtype.isnative:  # same values, native byte order (as raw_ops does for its inputs)

@@ -24,7 +24,7 @@ from . import _pbtxt, dtypes, memory
 from .errors import InvalidArgumentError, NotFoundError, OpError
 from .registry import get_op_def
 
-__all__ = ["graph_to_pbtxt", "graph_from_pbtxt", "decode_graph_def"]
+__all__ = ["SCHEMA", "graph_to_pbtxt", "graph_from_pbtxt"]
 
 _DT = {
     "DT_FLOAT": (1, np.dtype(np.float32)),
@@ -323,4 +323,6 @@ def graph_from_pbtxt(text: str, graph: Any, source: str = "<pbtxt>") -> Any:
             graph.add_operation(name, op_type, inputs, attrs, control, node.get("device", ""), label)
         except OpError as e:
             raise node.error(f"node '{name}': {e.message}", cls=type(e)) from None
+        except (KeyError, TypeError, ValueError) as e:  # an op definition's own check, typed here
+            raise node.error(f"node '{name}' ({op_type}): {type(e).__name__}: {e}") from None
     return graph
