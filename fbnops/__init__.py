@@ -13,12 +13,14 @@ Quick start::
 """
 
 from . import errors, raw_ops
-from .framework.gradients import gradients, register_gradient
+from .framework import array_ops  # noqa: F401  (registers the support ops: Placeholder, Const, ...)
+from .framework.gradients import gradients
 from .framework.graph import Graph, Operation, Output
-from .framework.registry import available_backends, backend, get_backend, set_backend
+from .framework.registry import available_backends, backend, get_backend, register_gradient, set_backend
 from .framework.scope import EagerContext, Scope
 from .framework.session import Session
 from .framework.threads import get_num_threads, set_num_threads
+from .ops import fused_batch_norm_grad_v3, fused_batch_norm_v3  # noqa: F401  (register the ops)
 
 __version__ = "0.1.0"
 

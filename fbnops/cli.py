@@ -26,10 +26,11 @@ import numpy as np
 
 import fbnops
 from fbnops.framework import dtypes
+from fbnops.framework.layouts import DATA_FORMATS, format_rank
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 BACKENDS = ("cython", "numba", "reference")
-FORMATS = ("NHWC", "NCHW", "NDHWC", "NCDHW")
+FORMATS = DATA_FORMATS
 DTYPES = ("float32", "float16", "bfloat16")
 
 
@@ -175,8 +176,8 @@ def _layout(shape: tuple[int, ...], data_format: str) -> str:
     """NHWC/NCHW name 4-D shapes; a 5-D shape takes the 3-D name of the same family."""
     if len(shape) == 5 and data_format in ("NHWC", "NCHW"):
         return {"NHWC": "NDHWC", "NCHW": "NCDHW"}[data_format]
-    if len(shape) != (5 if data_format in ("NDHWC", "NCDHW") else 4):
-        raise UsageError(f"--data-format {data_format} needs a {5 if data_format[2] == 'D' else 4}-D --shape")
+    if len(shape) != format_rank(data_format):
+        raise UsageError(f"--data-format {data_format} needs a {format_rank(data_format)}-D --shape")
     return data_format
 
 

@@ -17,8 +17,8 @@ import collections
 
 from numpy.typing import ArrayLike
 
-from .ops.batch_norm import execute as _execute
-from .specs import OpSpec, all_specs
+from .ops.execute import execute as _execute
+from .specs import ATTR_TYPES, OpSpec, all_specs
 
 __all__ = [spec.name for spec in all_specs()]
 
@@ -45,10 +45,9 @@ def _docstring(spec: OpSpec) -> str:
 def _make(spec: OpSpec):
     """Generate ``def Op(*, inputs..., attrs=defaults..., name=None)`` for one spec."""
     outputs = collections.namedtuple(spec.name, spec.output_names)
-    py_type = {"float": "float", "bool": "bool", "string": "str"}
     params = (
         [f"{a.name}: ArrayLike" for a in spec.inputs]
-        + [f"{a.name}: {py_type[a.type]} = {a.default!r}" for a in spec.attrs]
+        + [f"{a.name}: {ATTR_TYPES[a.type].python.__name__} = {a.default!r}" for a in spec.attrs]
         + ["name: str | None = None"]
     )
     inputs = ", ".join(f"{a.name!r}: {a.name}" for a in spec.inputs)

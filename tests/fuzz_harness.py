@@ -51,7 +51,9 @@ def _dt(name):
 
 
 def _channels(shape, fmt):
-    return shape[1] if fmt in ("NCHW", "NCDHW") else shape[-1]
+    from fbnops.framework.layouts import channel_axis
+
+    return shape[channel_axis(fmt, len(shape))]
 
 
 def _relayout(a: np.ndarray, how: str) -> np.ndarray:
@@ -233,12 +235,12 @@ def _reference(case: dict, built: Built):
 
 def _reference_values(case: dict, built: Built):
     from fbnops.kernels import reference
-    from fbnops.ops.batch_norm import canonical_view
+    from fbnops.ops.canonical import NdView
 
     i = {k: np.asarray(v) for k, v in built.inputs.items()}
     a = built.attrs
     x = i["x"]
-    view = canonical_view(x.shape, a["data_format"])
+    view = NdView.for_data_format(x.shape, a["data_format"]).view
     if x.size == 0:
         return None
     if case["surface"] == "raw_fwd":
@@ -376,7 +378,7 @@ def _run_graph(op_type, built):
     from fbnops.framework.graph import Graph
     from fbnops.framework.scope import Scope
     from fbnops.framework.session import Session
-    from fbnops.ops.validation import as_array
+    from fbnops.framework.tensor import as_array
     from fbnops.specs import get_spec
 
     spec = get_spec(op_type)

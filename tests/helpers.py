@@ -6,15 +6,16 @@ import ml_dtypes
 import numpy as np
 
 import fbnops
+from fbnops.framework.layouts import channel_axis
 from fbnops.kernels import reference
-from fbnops.ops.batch_norm import canonical_view
+from fbnops.ops.canonical import NdView
 
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 FORMATS = {4: ("NHWC", "NCHW"), 5: ("NDHWC", "NCDHW")}
 
 
 def channels_of(shape, data_format) -> int:
-    return shape[1] if data_format in ("NCHW", "NCDHW") else shape[-1]
+    return shape[channel_axis(data_format, len(shape))]
 
 
 def grad_inputs(shape, data_format="NHWC", dtype="float32", seed=0, offset=0.0):
@@ -34,7 +35,7 @@ def grad_inputs(shape, data_format="NHWC", dtype="float32", seed=0, offset=0.0):
 def grad_f64(inputs, epsilon, data_format, is_training):
     """The float64 oracle for FusedBatchNormGradV3, on the original layout."""
     x = np.asarray(inputs["x"])
-    view = canonical_view(x.shape, data_format)
+    view = NdView.for_data_format(x.shape, data_format).view
     dx, ds, do = reference.batch_norm_grad(
         x.reshape(view),
         np.asarray(inputs["y_backprop"]).reshape(view),
@@ -50,7 +51,7 @@ def grad_f64(inputs, epsilon, data_format, is_training):
 
 def forward_f64(x, scale, offset, mean, variance, epsilon, data_format, is_training):
     x = np.asarray(x)
-    view = canonical_view(x.shape, data_format)
+    view = NdView.for_data_format(x.shape, data_format).view
     y, m, v = reference.batch_norm(
         x.reshape(view),
         scale,

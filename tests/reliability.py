@@ -10,6 +10,7 @@ import ml_dtypes
 import numpy as np
 
 import fbnops
+from fbnops.framework.layouts import channel_axis
 
 
 def mixed_calls(n_calls: int = 200, seed: int = 0):
@@ -25,7 +26,7 @@ def mixed_calls(n_calls: int = 200, seed: int = 0):
     dts = [np.float32, np.float16, ml_dtypes.bfloat16]
     pool = []
     for shape, fmt in shapes:
-        c = shape[1] if fmt.startswith("NC") else shape[-1]
+        c = shape[channel_axis(fmt, len(shape))]
         for dt in dts:
             arrays = {
                 "x": rng.standard_normal(shape).astype(dt),

@@ -12,6 +12,7 @@ import fbnops
 from fbnops.errors import InvalidArgumentError, NotFoundError
 from fbnops.framework.gradients import gradients
 from fbnops.framework.graph import Graph
+from fbnops.framework.layouts import channel_axis
 from fbnops.framework.scope import EagerContext, Scope
 from fbnops.framework.session import Session
 
@@ -20,7 +21,7 @@ F = np.float32
 
 def _forward_graph(shape=(4, 3, 3, 2), data_format="NHWC", is_training=True, scope=None):
     scope = scope or Scope(Graph())
-    c = shape[1] if data_format.startswith("NC") else shape[-1]
+    c = shape[channel_axis(data_format, len(shape))]
     x = scope.placeholder(F, shape, name="x")
     scale = scope.constant(np.linspace(0.5, 1.5, c).astype(F), name="scale")
     offset = scope.constant(np.linspace(-1, 1, c).astype(F), name="offset")

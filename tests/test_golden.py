@@ -14,14 +14,14 @@ from conftest import GOLDEN, STAT_TOL, X_TOL, rel_err
 
 import fbnops
 from fbnops.kernels import reference
-from fbnops.ops.batch_norm import canonical_view
+from fbnops.ops.canonical import NdView
 
 CASES = range(len(GOLDEN))
 
 
 def _f64_grad(i, case):
     x = GOLDEN.get(i, "x")
-    view = canonical_view(x.shape, case["data_format"])
+    view = NdView.for_data_format(x.shape, case["data_format"]).view
     dx, dscale, doffset = reference.batch_norm_grad(
         x.reshape(view),
         GOLDEN.get(i, "y_backprop").reshape(view),
@@ -81,9 +81,9 @@ def test_forward_matches_tensorflow(i, backend):
         data_format=case["data_format"],
         is_training=True,
     )
-    view = canonical_view(x.shape, case["data_format"])
+    view = NdView.for_data_format(x.shape, case["data_format"])
     y64, mean64, var64 = reference.batch_norm(
-        x.reshape(view),
+        x.reshape(view.view),
         GOLDEN.get(i, "scale"),
         GOLDEN.get(i, "offset"),
         None,

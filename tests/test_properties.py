@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fbnops
+from fbnops.framework.layouts import channel_axis
 
 # Relative tolerance per storage dtype for tensor outputs (one rounding of T plus
 # float32 arithmetic), and for the float32 per-channel outputs.
@@ -21,10 +22,7 @@ def cases(draw):
     data_format = draw(st.sampled_from(FORMATS[rank]))
     dims = draw(st.lists(st.integers(1, 6), min_size=rank, max_size=rank))
     c = draw(st.sampled_from([1, 2, 3, 5, 8, 17, 64, 70]))
-    if data_format in ("NCHW", "NCDHW"):
-        dims[1] = c
-    else:
-        dims[-1] = c
+    dims[channel_axis(data_format, rank)] = c
     if draw(st.booleans()) and draw(st.booleans()):  # sometimes an empty batch
         dims[0] = 0
     return dict(

@@ -1,75 +1,22 @@
-"""Symbolic gradients: a registry of gradient functions and ``gradients(ys, xs)``.
+"""Symbolic gradients: ``gradients(ys, xs)``.
 
-As in TensorFlow, a gradient function receives the forward op and the gradients
-flowing into its outputs, builds ops in a scope, and returns one gradient per
-input (``None`` for inputs that get none).
+As in TensorFlow, a gradient function (registered per op type with
+:func:`~fbnops.framework.registry.register_gradient`, next to its op in
+``fbnops.ops``) receives the forward op and the gradients flowing into its
+outputs, builds ops in a scope, and returns one gradient per input (``None``
+for inputs that get none).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-import numpy as np
-
-from .errors import InvalidArgumentError, NotFoundError
+from .errors import InvalidArgumentError
 from .graph import Operation, Output
+from .registry import get_gradient_function, register_gradient
 from .scope import Scope
 
-__all__ = ["register_gradient", "get_gradient_function", "gradients"]
-
-_GRADIENTS: dict[str, Callable] = {}
-
-
-def register_gradient(op_type: str):
-    def deco(fn):
-        _GRADIENTS[op_type] = fn
-        return fn
-
-    return deco
-
-
-def get_gradient_function(op_type: str) -> Callable:
-    try:
-        return _GRADIENTS[op_type]
-    except KeyError:
-        raise NotFoundError(f"No gradient defined for operation of type '{op_type}'") from None
-
-
-def _transpose(scope: Scope, x: Output, perm: list[int]) -> Output:
-    p = scope.constant(np.array(perm, np.int32), name="perm")
-    return scope.add_op("Transpose", [x, p], {}).output(0)
-
-
-@register_gradient("FusedBatchNormV3")
-def _fused_batch_norm_v3_grad(scope: Scope, op: Operation, grads: Sequence[Output | None]):
-    """TensorFlow's ``_BaseFusedBatchNormGrad``: only the gradient of ``y`` is used.
-
-    Training: the forward's reserve spaces.  Inference: its mean and variance inputs,
-    with channels-first data transposed to channels-last around the gradient op (what
-    TensorFlow does, so the exported graph also runs on TensorFlow's CPU kernels).
-    """
-    dy = grads[0]
-    if dy is None:
-        return [None] * 5
-    x, scale = op.inputs[0], op.inputs[1]
-    attrs = {"epsilon": op.attrs["epsilon"], "is_training": op.attrs["is_training"]}
-    fmt = op.attrs["data_format"]
-    if op.attrs["is_training"]:
-        rs = [op.outputs[3], op.outputs[4], op.outputs[5]]
-        g = scope.add_op("FusedBatchNormGradV3", [dy, x, scale, *rs], {**attrs, "data_format": fmt})
-        return [g.output(0), g.output(1), g.output(2), None, None]
-    rs = [op.inputs[3], op.inputs[4], op.outputs[5]]
-    if fmt in ("NCHW", "NCDHW"):
-        to_last = [0, 2, 3, 1] if fmt == "NCHW" else [0, 2, 3, 4, 1]
-        to_first = [0, 3, 1, 2] if fmt == "NCHW" else [0, 4, 1, 2, 3]
-        g = scope.add_op(
-            "FusedBatchNormGradV3",
-            [_transpose(scope, dy, to_last), _transpose(scope, x, to_last), scale, *rs],
-            {**attrs, "data_format": "NHWC" if fmt == "NCHW" else "NDHWC"},
-        )
-        return [_transpose(scope, g.output(0), to_first), g.output(1), g.output(2), None, None]
-    g = scope.add_op("FusedBatchNormGradV3", [dy, x, scale, *rs], {**attrs, "data_format": fmt})
-    return [g.output(0), g.output(1), g.output(2), None, None]
+__all__ = ["gradients"]
 
 
 @register_gradient("Identity")

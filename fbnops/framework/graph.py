@@ -1,34 +1,66 @@
-"""Graphs of operations: ``Graph``, ``Operation``, ``Output`` and the op-definition registry.
+"""Graphs of operations: ``Graph``, ``Operation``, ``Output``, and tensor names.
 
 An :class:`Operation` is one node: a type, a name, input :class:`Output`s, attrs,
 control inputs, a device string and a kernel label (the fbnops backend that runs
-it).  Its outputs carry a dtype and a static shape inferred when the op is built,
-so a graph-mode error is reported at construction and names the op.
+it).  Its outputs carry a dtype and a static shape inferred when the op is built
+(by the op type's :class:`~fbnops.framework.registry.OpDef`), so a graph-mode
+error is reported at construction and names the op.
 
-Every op type has an :class:`OpDef` here: the batch-norm ops get theirs from
-their specs (:class:`SpecOpDef`); a few support ops (Placeholder, Const, ...) live
-in :mod:`fbnops.framework.array_ops`.
+Tensor names (``"op"``, ``"op:1"``, ``"^op"``) are read by one parser,
+:func:`parse_tensor_name`; each surface states what a bare ``"op"`` means.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import dtypes, graphdef
 from .errors import InvalidArgumentError, NotFoundError, OpError
+from .registry import check_backend, get_op_def
+from .tensor import shape_str
 
-__all__ = ["Graph", "Operation", "Output", "OpDef", "register_op_def", "get_op_def"]
+__all__ = ["Graph", "Operation", "Output", "TensorName", "parse_tensor_name", "build_operation"]
 
 Shape = tuple | None  # None: unknown rank; a dim of None: unknown size
 
 
-def shape_to_str(shape: Shape) -> str:
-    if shape is None:
-        return "<unknown>"
-    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+class TensorName(NamedTuple):
+    """A parsed tensor name: the op, the output index (``None``: the op itself), control (``^op``)."""
+
+    op: str
+    index: int | None
+    control: bool = False
+
+
+def parse_tensor_name(name: str, *, default_index: int | None) -> TensorName:
+    """Parse ``"op"``, ``"op:1"`` or ``"^op"`` (TensorFlow's ``ParseTensorName``).
+
+    ``default_index`` is what a bare ``"op"`` names, and each surface documents its own:
+
+    * ``None`` - the operation itself (a target): the core :class:`~fbnops.Session`
+      (TF1 ``Session.run`` semantics: ``sess.run("bn")`` runs ``bn`` and returns ``None``);
+    * ``0`` - its output 0: GraphDef node inputs, :meth:`Graph.get_output`, the Java
+      mirror's ``Runner.fetch("bn")`` (as tf-java), and run files / ``fbnops run --fetch bn``.
+
+    ``"^op"`` is a control input (``index=None, control=True``).  Anything else is an
+    ``InvalidArgumentError`` naming the string.
+    """
+    if not isinstance(name, str):
+        raise InvalidArgumentError(f"a tensor name must be a string, got {type(name).__name__}")
+    control = name.startswith("^")
+    op_name, sep, index_text = (name[1:] if control else name).partition(":")
+    if not op_name or (control and sep) or (sep and not (index_text.isascii() and index_text.isdigit())):
+        raise InvalidArgumentError(
+            f"The name '{name}' is not a valid tensor name: expected \"<op_name>\", "
+            f'"<op_name>:<output_index>" or "^<op_name>"'
+        )
+    if control:
+        return TensorName(op_name, None, True)
+    return TensorName(op_name, int(index_text) if sep else default_index)
 
 
 class Output:
@@ -69,9 +101,7 @@ class Output:
         return hash((id(self.op), self.index))
 
     def __repr__(self) -> str:
-        from . import dtypes
-
-        return f"<Output {self.name} {dtypes.tf_name(self.dtype)} {shape_to_str(self.shape)}>"
+        return f"<Output {self.name} {dtypes.tf_name(self.dtype)} {shape_str(self.shape)}>"
 
 
 class Operation:
@@ -117,45 +147,6 @@ class Operation:
         return f"<Operation '{self.name}' type={self.type}>"
 
 
-class OpDef:
-    """How the framework builds and runs one op type.
-
-    ``attr_kinds`` maps each attr to its GraphDef value kind (``type``, ``f``,
-    ``b``, ``s``, ``i``, ``shape``, ``tensor``); ``variadic`` ops (AddN) take
-    any number of inputs.
-    """
-
-    name: str = ""
-    input_names: tuple[str, ...] = ()
-    output_names: tuple[str, ...] = ()
-    attr_kinds: dict[str, str] = {}
-    variadic: bool = False
-
-    def build(self, inputs: Sequence[Output], attrs: dict[str, Any]):
-        """Return ``(attrs, output_dtypes, output_shapes)`` or raise an OpError."""
-        raise NotImplementedError
-
-    def compute(self, arrays: list[np.ndarray], attrs: dict[str, Any], backend: str | None):
-        raise NotImplementedError
-
-
-_OP_DEFS: dict[str, OpDef] = {}
-
-
-def register_op_def(op_def: OpDef) -> OpDef:
-    _OP_DEFS[op_def.name] = op_def
-    return op_def
-
-
-def get_op_def(op_type: str) -> OpDef:
-    if not _OP_DEFS:
-        from . import array_ops, spec_ops  # noqa: F401  (registers)
-    try:
-        return _OP_DEFS[op_type]
-    except KeyError:
-        raise NotFoundError(f"Op type not registered '{op_type}'") from None
-
-
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 
 
@@ -179,14 +170,12 @@ def build_operation(
     try:
         full_attrs, dtypes, shapes = op_def.build(inputs, attrs)
     except OpError as e:
-        given = ", ".join(shape_to_str(t.shape) for t in inputs)
+        given = ", ".join(shape_str(t.shape) for t in inputs)
         raise type(e)(
             f"{e.message} for '{{{{node {name}}}}} = {op_type}' with input shapes: {given}", op_type
         ) from None
     if kernel_label is not None:
-        from .registry import _check_backend
-
-        _check_backend(kernel_label)
+        check_backend(kernel_label)
     return Operation(graph, name, op_type, inputs, full_attrs, dtypes, shapes, control_inputs, device, kernel_label)
 
 
@@ -230,9 +219,16 @@ class Graph:
             raise NotFoundError(f"No operation named '{name}' in the graph") from None
 
     def get_output(self, name: str) -> Output:
-        """``"op"`` or ``"op:1"`` -> the Output."""
-        op_name, _, index = name.partition(":")
-        return self.get_operation(op_name).output(int(index or 0))
+        """``"op"`` (output 0) or ``"op:1"`` -> the Output."""
+        parsed = parse_tensor_name(name, default_index=0)
+        if parsed.control:
+            raise InvalidArgumentError(f"'{name}' names a control input, not an output")
+        op = self.get_operation(parsed.op)
+        if parsed.index >= op.num_outputs:
+            raise InvalidArgumentError(
+                f"'{name}' names output {parsed.index} of '{op.name}', which has {op.num_outputs}"
+            )
+        return op.output(parsed.index)
 
     def operations(self) -> list[Operation]:
         return list(self._ops.values())
@@ -245,12 +241,8 @@ class Graph:
 
     # GraphDef text format (fbnops.framework.graphdef)
     def to_pbtxt(self, include_kernel_labels: bool = False) -> str:
-        from .graphdef import graph_to_pbtxt
-
-        return graph_to_pbtxt(self, include_kernel_labels)
+        return graphdef.graph_to_pbtxt(self, include_kernel_labels)
 
     @classmethod
     def from_pbtxt(cls, text: str) -> Graph:
-        from .graphdef import graph_from_pbtxt
-
-        return graph_from_pbtxt(text, cls())
+        return graphdef.graph_from_pbtxt(text, cls())

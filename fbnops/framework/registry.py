@@ -1,9 +1,14 @@
-"""Kernel registry keyed by (op type, backend), and backend selection.
+"""The framework's three op-keyed tables, and backend selection.
 
-A backend registers one implementation per op.  ``cython`` is the default,
-``numba`` is optional, ``reference`` is the NumPy teaching version.  A backend
-whose module cannot be imported is simply not available; asking for it raises a
-clear error naming the extra to install.
+* **op definitions** (:class:`OpDef`): how a graph builds and runs an op type;
+* **kernels**, keyed by (op type, backend): ``cython`` is the default, ``numba`` is
+  optional, ``reference`` is the NumPy teaching version.  A backend whose module
+  cannot be imported is simply not available; asking for it raises a clear error
+  naming the extra to install;
+* **gradients**: TensorFlow's ``RegisterGradient`` table, used by ``gradients()``.
+
+The tables are filled by import: ``fbnops/__init__.py`` imports the op modules
+(``fbnops.ops.*``) and the support ops (``fbnops.framework.array_ops``).
 """
 
 from __future__ import annotations
@@ -11,18 +16,112 @@ from __future__ import annotations
 import contextlib
 import importlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from .errors import NotFoundError
 
 __all__ = [
+    "OpDef",
+    "register_op_def",
+    "get_op_def",
+    "registered_op_types",
+    "register_gradient",
+    "get_gradient_function",
+    "has_gradient",
     "register_kernel",
+    "known_backends",
+    "check_backend",
     "get_kernel",
     "available_backends",
     "set_backend",
     "get_backend",
     "backend",
 ]
+
+# ---------------------------------------------------------------------------------------
+# Op definitions
+# ---------------------------------------------------------------------------------------
+
+
+class OpDef:
+    """How the framework builds and runs one op type.
+
+    ``attr_kinds`` maps each attr to its GraphDef value kind (``type``, ``f``,
+    ``b``, ``s``, ``i``, ``shape``, ``tensor``); ``variadic`` ops (AddN) take
+    any number of inputs.
+    """
+
+    name: str = ""
+    input_names: tuple[str, ...] = ()
+    output_names: tuple[str, ...] = ()
+    attr_kinds: dict[str, str] = {}
+    variadic: bool = False
+
+    def build(self, inputs: Sequence[Any], attrs: dict[str, Any]):
+        """Return ``(attrs, output_dtypes, output_shapes)`` for graph ``inputs`` (Outputs) or raise an OpError."""
+        raise NotImplementedError
+
+    def compute(self, arrays: list, attrs: dict[str, Any], backend: str | None):
+        """The output arrays of one execution."""
+        raise NotImplementedError
+
+
+_OP_DEFS: dict[str, OpDef] = {}
+
+
+def register_op_def(op_def: OpDef) -> OpDef:
+    _OP_DEFS[op_def.name] = op_def
+    return op_def
+
+
+def get_op_def(op_type: str) -> OpDef:
+    try:
+        return _OP_DEFS[op_type]
+    except KeyError:
+        raise NotFoundError(f"Op type not registered '{op_type}'") from None
+
+
+def registered_op_types() -> tuple[str, ...]:
+    return tuple(_OP_DEFS)
+
+
+# ---------------------------------------------------------------------------------------
+# Gradients
+# ---------------------------------------------------------------------------------------
+
+_GRADIENTS: dict[str, Callable] = {}
+
+
+def register_gradient(op_type: str):
+    """Decorator: ``@register_gradient("FusedBatchNormV3")`` (TensorFlow's ``ops.RegisterGradient``).
+
+    The function receives ``(scope, op, grads)`` - the forward op and the gradients
+    flowing into its outputs - builds ops in ``scope`` and returns one gradient per
+    input (``None`` for inputs that get none).
+    """
+
+    def deco(fn):
+        _GRADIENTS[op_type] = fn
+        return fn
+
+    return deco
+
+
+def get_gradient_function(op_type: str) -> Callable:
+    try:
+        return _GRADIENTS[op_type]
+    except KeyError:
+        raise NotFoundError(f"No gradient defined for operation of type '{op_type}'") from None
+
+
+def has_gradient(op_type: str) -> bool:
+    return op_type in _GRADIENTS
+
+
+# ---------------------------------------------------------------------------------------
+# Kernels and backends
+# ---------------------------------------------------------------------------------------
 
 # backend name -> (module that registers its kernels, how to get it)
 _BACKEND_MODULES = {
@@ -65,12 +164,18 @@ def _ensure_loaded(name: str) -> bool:
     return True
 
 
+def known_backends() -> tuple[str, ...]:
+    """Every backend fbnops knows, installed or not, default first."""
+    return tuple(_BACKEND_MODULES)
+
+
 def available_backends() -> list[str]:
     """Backends that work in this install, default first."""
     return [name for name in _BACKEND_MODULES if _ensure_loaded(name)]
 
 
-def _check_backend(name: str) -> str:
+def check_backend(name: str) -> str:
+    """``name`` if that backend works here, else NotFoundError saying how to get it."""
     if name in _LOADED:
         return name
     if not isinstance(name, str) or name not in _BACKEND_MODULES:
@@ -92,7 +197,7 @@ def _default_backend() -> str:
 
 def set_backend(name: str) -> None:
     """Select the backend used by every op call in this process."""
-    _global["backend"] = _check_backend(name)
+    _global["backend"] = check_backend(name)
 
 
 def get_backend() -> str:
@@ -106,7 +211,7 @@ def get_backend() -> str:
 @contextlib.contextmanager
 def backend(name: str) -> Iterator[str]:
     """``with fbnops.backend("numba"): ...`` - a backend for one block (per thread)."""
-    _check_backend(name)
+    check_backend(name)
     stack = getattr(_state, "stack", None)
     if stack is None:
         stack = _state.stack = []
@@ -122,7 +227,7 @@ def get_kernel(op_type: str, backend_name: str | None = None) -> Callable:
     kernel = _KERNELS.get((op_type, name))
     if kernel is not None:
         return kernel
-    name = _check_backend(name)
+    name = check_backend(name)
     try:
         return _KERNELS[(op_type, name)]
     except KeyError:

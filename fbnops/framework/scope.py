@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InvalidArgumentError
 from .graph import Graph, Operation, Output, build_operation
+from .session import run_op
 
 __all__ = ["Scope", "EagerContext", "NameMap"]
 
@@ -61,11 +63,7 @@ class EagerContext:
         device: str = "",
         kernel_label: str | None = None,
     ) -> Operation:
-        from .session import run_op
-
         if self.closed:
-            from .errors import InvalidArgumentError
-
             raise InvalidArgumentError("the eager session is closed")
         op = build_operation(self, name, op_type, inputs, attrs, control_inputs, device, kernel_label)
         op._values = run_op(op, [t.value() for t in inputs])

@@ -1,4 +1,7 @@
-"""N-D batch norm on the kernels: any tensor rank, any set of per-statistic (kept) axes.
+"""The canonical view ``(outer, C, inner)`` that every kernel takes, and N-D batch norm on it.
+
+TensorFlow's layouts are :meth:`NdView.for_data_format`: channels-last
+``(N*H*W, C, 1)``, channels-first ``(N, C, H*W)``, free reshapes of contiguous data.
 
 DirectML reduces over every axis where the statistics tensors have size 1 (1 to 8
 dimensions); oneDNN over all axes but the channel.  Both reach the same kernels as
@@ -21,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..framework import registry
+from ..framework.layouts import channel_axis
 
 __all__ = ["NdView", "nd_view", "grad", "forward"]
 
@@ -43,6 +47,30 @@ class NdView:
             reduced = [a for a in range(len(self.shape)) if a not in kept]
             self.perm = tuple(reduced + kept)
             self.view = (math.prod(self.shape[a] for a in reduced), self.channels, 1)
+
+    @classmethod
+    def for_data_format(cls, shape: Sequence[int], data_format: str) -> NdView:
+        """The view of a TensorFlow layout: the one channel axis kept, size 1 or not."""
+        view = cls.__new__(cls)
+        view.shape = shape = tuple(shape)
+        axis = channel_axis(data_format, len(shape))
+        view.channels = shape[axis]
+        view.perm = None
+        view.view = (math.prod(shape[:axis]), view.channels, math.prod(shape[axis + 1 :]))
+        return view
+
+    @property
+    def outer(self) -> int:
+        return self.view[0]
+
+    @property
+    def inner(self) -> int:
+        return self.view[2]
+
+    @property
+    def count(self) -> int:
+        """Elements per channel: the ``n`` of the batch statistics."""
+        return self.view[0] * self.view[2]
 
     def to_view(self, a: np.ndarray) -> np.ndarray:
         if self.perm is not None:

@@ -1,4 +1,4 @@
-"""Spec-driven checks shared by every op: input conversion, attrs and dtypes.
+"""Spec-driven checks shared by every op: attrs, dtypes, and when an input is required.
 
 Nothing here knows about batch norm; it reads an :class:`~fbnops.specs.OpSpec`.
 Messages follow TensorFlow's where TensorFlow has one, and always name the
@@ -14,49 +14,23 @@ import numpy as np
 
 from ..framework import dtypes
 from ..framework.errors import InvalidArgumentError, NotFoundError
-from ..specs import OpSpec
+from ..specs import ATTR_TYPES, ArgSpec, OpSpec
 
-__all__ = ["as_array", "check_attrs", "check_dtypes", "shape_str"]
+__all__ = ["check_attrs", "check_dtypes", "is_required"]
 
-
-def shape_str(shape: tuple[int, ...]) -> str:
-    """TensorFlow's ``TensorShape::DebugString`` form: ``[2,3,4]``."""
-    return "[" + ",".join(str(d) for d in shape) + "]"
-
-
-def as_array(value: Any, arg: str, op: str) -> np.ndarray:
-    """View ``value`` as a NumPy array without guessing a dtype.
-
-    Accepted: ``numpy.ndarray`` and NumPy scalars, objects with ``__array__`` /
-    ``__array_interface__``, and DLPack producers.  Python lists and numbers are
-    refused: their dtype would have to be guessed.
-    """
-    if type(value) is np.ndarray:
-        arr = value
-    elif isinstance(value, (np.ndarray, np.generic)):
-        arr = np.asarray(value)
-    elif hasattr(value, "__array__") or hasattr(value, "__array_interface__"):
-        try:
-            arr = np.asarray(value)
-        except Exception as e:  # a foreign object whose conversion fails
-            raise InvalidArgumentError(f"{arg} could not be converted to an array: {e}", op) from None
-    elif hasattr(value, "__dlpack__"):
-        try:
-            arr = np.from_dlpack(value)
-        except Exception as e:
-            raise InvalidArgumentError(f"{arg} could not be imported through DLPack: {e}", op) from None
-    else:
-        raise InvalidArgumentError(
-            f"{arg} must be an array (numpy.ndarray, an object with __array__, or a "
-            f"DLPack producer), got {type(value).__name__}",
-            op,
-        )
-    if not arr.dtype.isnative:  # big-endian data: same values, native byte order
-        arr = arr.astype(arr.dtype.newbyteorder("="))
-    return arr
+# ArgSpec.required_when conditions: when must a per-channel input match the channels of x?
+_CONDITIONS = {
+    # TensorFlow reads mean/variance in inference, or to blend with exponential_avg_factor != 1.
+    "stats_used": lambda attrs: not attrs["is_training"] or attrs.get("exponential_avg_factor", 1.0) != 1.0,
+}
 
 
-_EXACT = {"float": float, "bool": bool, "string": str}
+def is_required(arg: ArgSpec, attrs: dict[str, Any]) -> bool:
+    """Whether input ``arg`` is read under the (checked) ``attrs``."""
+    return arg.required_when is None or _CONDITIONS[arg.required_when](attrs)
+
+
+_EXACT = {name: t.python for name, t in ATTR_TYPES.items()}
 _AS_FLOAT32: dict[float, float] = {}  # memo: Python float -> the float32 TensorFlow stores
 
 

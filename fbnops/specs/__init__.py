@@ -4,121 +4,26 @@ One :class:`OpSpec` per op (one module per op in this package) lists the inputs,
 outputs and attrs with their types, defaults, allowed values and documentation.
 Validation, the Python API (``fbnops.raw_ops``), the language mirrors and the docs
 pages all read these objects; nothing restates them by hand.
+
+Adding an op: write its spec module (``SPEC = OpSpec(...)``, built from
+:mod:`fbnops.specs.op_spec`) and list it in :data:`_SPEC_MODULES`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from . import fused_batch_norm_grad_v3, fused_batch_norm_v3
+from .op_spec import ATTR_TYPES, ArgSpec, AttrSpec, AttrType, OpSpec, Surfaces
 
-__all__ = ["ArgSpec", "AttrSpec", "OpSpec", "get_spec", "all_specs"]
+__all__ = ["ArgSpec", "AttrSpec", "AttrType", "ATTR_TYPES", "OpSpec", "Surfaces", "get_spec", "all_specs"]
 
+# In registration order (the order of raw_ops, the mirrors and the docs).
+_SPEC_MODULES = (fused_batch_norm_v3, fused_batch_norm_grad_v3)
 
-@dataclass(frozen=True)
-class ArgSpec:
-    """One input or output of an op.
-
-    ``type`` is either a type-attr name (``"T"``, ``"U"``) or a fixed dtype name
-    (``"float"``).  ``kind`` says what shape the argument has:
-
-    * ``"tensor"``   - the 4-D/5-D data tensor laid out by ``data_format``;
-    * ``"channels"`` - a 1-D vector of length C;
-    * ``"any"``      - any shape (TensorFlow never reads it on CPU);
-    * ``"scalar0"``  - a rank-0 tensor (output only);
-    * ``"empty"``    - a shape ``(0,)`` tensor (output only).
-
-    ``kernel_label`` is the name TensorFlow's kernel uses in its rank message
-    ("saved mean must be 1-dimensional"), when it differs from ``name``.
-    ``required_when`` names a condition under which a ``channels`` input must
-    match C (TensorFlow ignores mean/variance in training with factor 1).
-    """
-
-    name: str
-    type: str
-    kind: str
-    doc: str
-    kernel_label: str | None = None
-    required_when: str | None = None
-
-
-@dataclass(frozen=True)
-class AttrSpec:
-    """One attribute: TensorFlow attr type, default, allowed values and doc."""
-
-    name: str
-    type: str  # "float" | "bool" | "string" | "type"
-    default: Any
-    doc: str
-    allowed: tuple[Any, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Surfaces:
-    """How each public API spells the op."""
-
-    java_class: str  # org.tensorflow.op.nn.<java_class>
-    java_endpoint: str  # tf.nn.<java_endpoint>(...)
-    cc_class: str  # tensorflow::ops::<cc_class>
-    python: str  # tf.raw_ops.<python>
-    # the same computation in the other APIs: (mode, operator) pairs
-    directml: tuple[tuple[str, str], ...] = ()
-    onednn: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class OpSpec:
-    name: str
-    summary: str
-    description: str
-    inputs: tuple[ArgSpec, ...]
-    outputs: tuple[ArgSpec, ...]
-    attrs: tuple[AttrSpec, ...]
-    type_attrs: dict[str, tuple[str, ...]]
-    # dtypes for which a CPU kernel exists (TensorFlow registers U=float only).
-    kernel_type_attrs: dict[str, tuple[str, ...]]
-    surfaces: Surfaces
-    gradient: str | None = None
-    seeds: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def input_names(self) -> tuple[str, ...]:
-        return tuple(a.name for a in self.inputs)
-
-    @property
-    def output_names(self) -> tuple[str, ...]:
-        return tuple(a.name for a in self.outputs)
-
-    @property
-    def attr_defaults(self) -> dict[str, Any]:
-        return {a.name: a.default for a in self.attrs}
-
-    def attr(self, name: str) -> AttrSpec:
-        for a in self.attrs:
-            if a.name == name:
-                return a
-        raise KeyError(name)
-
-    def input(self, name: str) -> ArgSpec:
-        for a in self.inputs:
-            if a.name == name:
-                return a
-        raise KeyError(name)
-
-
-_REGISTRY: dict[str, OpSpec] = {}
-
-
-def _load() -> None:
-    from . import fused_batch_norm_grad_v3, fused_batch_norm_v3
-
-    for mod in (fused_batch_norm_v3, fused_batch_norm_grad_v3):
-        _REGISTRY[mod.SPEC.name] = mod.SPEC
+_REGISTRY: dict[str, OpSpec] = {mod.SPEC.name: mod.SPEC for mod in _SPEC_MODULES}
 
 
 def get_spec(name: str) -> OpSpec:
     """The spec registered under the TensorFlow op type ``name``."""
-    if not _REGISTRY:
-        _load()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -126,6 +31,4 @@ def get_spec(name: str) -> OpSpec:
 
 
 def all_specs() -> tuple[OpSpec, ...]:
-    if not _REGISTRY:
-        _load()
     return tuple(_REGISTRY.values())

@@ -1,6 +1,6 @@
 """Attr and type definitions shared by the batch-norm op specs (TF's nn_ops.cc helpers)."""
 
-from . import AttrSpec
+from .op_spec import AttrSpec
 
 # GetConvnetDataFormat2D3DAttrString()
 DATA_FORMATS = ("NHWC", "NCHW", "NDHWC", "NCDHW")

@@ -1,7 +1,7 @@
 """FusedBatchNormGradV3: seeds 000 (Java), 001 (C++), 002 (Python); api_def text."""
 
-from . import ArgSpec, OpSpec, Surfaces
 from ._common import EPSILON, IS_TRAINING, T_TYPES, data_format_attr
+from .op_spec import ArgSpec, OpSpec, Surfaces
 
 _RS1 = (
     "When is_training is True, a 1D Tensor for the computed batch mean to be reused in "
@@ -35,8 +35,8 @@ SPEC = OpSpec(
             "channels",
             "A 1D Tensor for scaling factor, to scale the normalized x.",
         ),
-        ArgSpec("reserve_space_1", "U", "channels", _RS1, kernel_label="saved mean"),
-        ArgSpec("reserve_space_2", "U", "channels", _RS2, kernel_label="saved variance"),
+        ArgSpec("reserve_space_1", "U", "channels", _RS1, tf_message_label="saved mean"),
+        ArgSpec("reserve_space_2", "U", "channels", _RS2, tf_message_label="saved variance"),
         ArgSpec("reserve_space_3", "U", "any", _RS3),
     ),
     outputs=(

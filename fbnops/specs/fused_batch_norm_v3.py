@@ -1,7 +1,7 @@
 """FusedBatchNormV3, the forward op whose reserve spaces feed FusedBatchNormGradV3."""
 
-from . import ArgSpec, AttrSpec, OpSpec, Surfaces
 from ._common import EPSILON, IS_TRAINING, T_TYPES, data_format_attr
+from .op_spec import ArgSpec, AttrSpec, OpSpec, Surfaces
 
 SPEC = OpSpec(
     name="FusedBatchNormV3",
@@ -19,7 +19,7 @@ SPEC = OpSpec(
             "U",
             "channels",
             "A 1D Tensor for population mean. Used for inference only; must be empty for training.",
-            kernel_label="estimated_mean",
+            tf_message_label="estimated_mean",
             required_when="stats_used",
         ),
         ArgSpec(
@@ -27,7 +27,7 @@ SPEC = OpSpec(
             "U",
             "channels",
             "A 1D Tensor for population variance. Used for inference only; must be empty for training.",
-            kernel_label="estimated_variance",
+            tf_message_label="estimated_variance",
             required_when="stats_used",
         ),
     ),

@@ -1,33 +1,47 @@
-"""Graph op definitions generated from the op specs (one :class:`SpecOpDef` per spec)."""
+"""The graph binding of a spec'd op: :class:`SpecOpDef`, one per op module.
+
+Building a node checks the spec's attrs and dtypes and applies the op's shape
+rule; running it is :func:`fbnops.ops.execute.execute`, which calls the op's
+eager body with the selected backend's kernel.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..specs import OpSpec, all_specs
-from . import dtypes
-from .graph import OpDef, register_op_def
+from ..framework import dtypes
+from ..framework.errors import InvalidArgumentError
+from ..framework.registry import OpDef
+from ..specs import ATTR_TYPES, OpSpec
+from .execute import execute
+from .validation import check_attrs, check_dtypes
 
-_KIND = {"float": "f", "bool": "b", "string": "s"}
+__all__ = ["SpecOpDef", "EagerBody", "ShapeRule"]
+
+# body(kernel, arrays, attrs) -> output arrays: what TensorFlow's OpKernel::Compute does around the kernel.
+EagerBody = Callable[[Callable, dict[str, np.ndarray], dict[str, Any]], tuple[np.ndarray, ...]]
+# shape(spec, input shapes, attrs) -> output shapes: TensorFlow's shape function.
+ShapeRule = Callable[[OpSpec, dict[str, Any], dict[str, Any]], list]
 
 
 class SpecOpDef(OpDef):
-    """Build = the spec's attr/dtype checks + TensorFlow's shape function; run = ops.execute."""
+    """Build = the spec's attr/dtype checks + the op's shape rule; run = the op's eager body."""
 
-    def __init__(self, spec: OpSpec):
+    def __init__(self, spec: OpSpec, *, body: EagerBody, shape: ShapeRule):
         self.spec = spec
+        self.body = body
+        self.shape = shape
         self.name = spec.name
         self.input_names = spec.input_names
         self.output_names = spec.output_names
-        self.attr_kinds = {a.name: _KIND[a.type] for a in spec.attrs} | {t: "type" for t in spec.type_attrs}
+        self.attr_kinds = {a.name: ATTR_TYPES[a.type].pbtxt_field for a in spec.attrs} | {
+            t: "type" for t in spec.type_attrs
+        }
 
     def build(self, inputs, attrs: dict[str, Any]):
-        from ..framework.errors import InvalidArgumentError
-        from ..ops.shape_inference import infer_shapes
-        from ..ops.validation import check_attrs, check_dtypes
-
         spec = self.spec
         if len(inputs) != len(spec.inputs):
             raise InvalidArgumentError(f"{spec.name} takes {len(spec.inputs)} inputs, got {len(inputs)}")
@@ -41,17 +55,11 @@ class SpecOpDef(OpDef):
                     f"attr {attr}={dtypes.tf_name(np.dtype(attrs[attr]))} does not match the inputs' "
                     f"{dtypes.tf_name(dt)}"
                 )
-        shapes = infer_shapes(spec, {k: v.shape for k, v in by_name.items()}, checked)
+        shapes = self.shape(spec, {k: v.shape for k, v in by_name.items()}, checked)
         out_dtypes = [bound.get(a.type, np.dtype(np.float32)) for a in spec.outputs]
         full = {**{k: bound.get(k, np.dtype(np.float32)) for k in spec.type_attrs}, **checked}
         return full, out_dtypes, shapes
 
     def compute(self, arrays, attrs, backend):
-        from ..ops.batch_norm import execute
-
         op_attrs = {a.name: attrs[a.name] for a in self.spec.attrs}
         return tuple(execute(self.name, dict(zip(self.input_names, arrays, strict=True)), op_attrs, backend))
-
-
-for _spec in all_specs():
-    register_op_def(SpecOpDef(_spec))

@@ -1,0 +1,152 @@
+"""Eager execution of any spec'd op: every surface (raw_ops, graph sessions, the mirrors) ends here.
+
+:func:`execute`
+
+1. converts the inputs and checks attrs and dtypes against the op spec,
+2. applies TensorFlow's kernel checks (the same messages, in the same order),
+3. refuses a call whose copies and outputs cannot fit in memory,
+4. hands the selected backend's kernel to the op's eager body (``fbnops.ops.<op>``),
+   which reduces the layout to the canonical view ``(outer, C, inner)``, runs the
+   kernel on contiguous data and finishes the per-channel bookkeeping TensorFlow
+   does outside its kernels (running statistics, placeholders, empty inputs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..framework import dtypes, memory, registry
+from ..framework.errors import InvalidArgumentError
+from ..framework.layouts import channel_axis
+from ..framework.tensor import as_array, shape_str
+from ..specs import ArgSpec, OpSpec, get_spec
+from .validation import check_attrs, check_dtypes, is_required
+
+__all__ = ["prepare", "execute", "contiguous"]
+
+
+def _check_tensor_rank(name: str, arr: np.ndarray, op: str) -> None:
+    # TensorFlow's kernels accept 4-D or 5-D for any data_format (eager semantics).
+    if arr.ndim not in (4, 5):
+        raise InvalidArgumentError(f"input must be 4 or 5-dimensional{shape_str(arr.shape)} (input '{name}')", op)
+
+
+def _check_vector_rank(arg: ArgSpec, arr: np.ndarray, op: str) -> None:
+    if arr.ndim != 1:
+        label = arg.tf_message_label or arg.name
+        raise InvalidArgumentError(f"{label} must be 1-dimensional{shape_str(arr.shape)} (input '{arg.name}')", op)
+
+
+def _check_channel_count(name: str, arr: np.ndarray, channels: int, op: str, prefix: str = "") -> None:
+    if arr.shape[0] != channels:
+        raise InvalidArgumentError(
+            f"{prefix}{name} must have the same number of elements as the channels of x, "
+            f"got {arr.shape[0]} and {channels}",
+            op,
+        )
+
+
+_ARG_KINDS: dict[str, tuple[tuple[str, ...], tuple]] = {}  # per spec: tensor input names, channel-vector args
+
+
+def _arg_kinds(spec: OpSpec) -> tuple[tuple[str, ...], tuple]:
+    kinds = _ARG_KINDS.get(spec.name)
+    if kinds is None:
+        tensors = tuple(a.name for a in spec.inputs if a.kind == "tensor")
+        vectors = tuple(a for a in spec.inputs if a.kind == "channels")
+        kinds = _ARG_KINDS[spec.name] = (tensors, vectors)
+    return kinds
+
+
+def _check_shapes(spec: OpSpec, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> None:
+    """TensorFlow's kernel validation (tf_semantics.md section 1.6), spec-driven."""
+    op = spec.name
+    tensors, vectors = _arg_kinds(spec)
+    for name in tensors:
+        _check_tensor_rank(name, arrays[name], op)
+    for arg in vectors:
+        _check_vector_rank(arg, arrays[arg.name], op)
+    if len(tensors) == 2:  # gradient: y_backprop and x must agree exactly
+        dy, x = arrays[tensors[0]], arrays[tensors[1]]
+        if dy.shape != x.shape:
+            raise InvalidArgumentError(
+                f"x and y_backprop must have same shape, but x has shape {shape_str(x.shape)} "
+                f"and y_backprop has shape {shape_str(dy.shape)}",
+                op,
+            )
+    x_shape = arrays["x"].shape
+    channels = x_shape[channel_axis(attrs["data_format"], len(x_shape))]
+    for arg in vectors:
+        if arrays[arg.name].shape[0] == channels:
+            continue
+        if arg.required_when is not None:
+            if not is_required(arg, attrs):
+                continue  # TF ignores mean/variance in training with factor 1
+            prefix = "When is_training=false, " if not attrs["is_training"] else "When exponential_avg_factor != 1, "
+            _check_channel_count(arg.name, arrays[arg.name], channels, op, prefix)
+        _check_channel_count(arg.name, arrays[arg.name], channels, op)
+
+
+def _check_memory(spec: OpSpec, arrays: dict[str, np.ndarray]) -> None:
+    """Refuse a call whose copies and outputs cannot fit in memory, before allocating anything.
+
+    A zero-stride (broadcast) view can claim any shape without owning the bytes; the
+    contiguous copy the kernels need and the outputs would need them all.
+    """
+    if 2 * sum(a.nbytes for a in arrays.values()) <= memory.SMALL:
+        return  # copies + outputs are at most twice the inputs: nothing to check
+    need, named = 0, []
+    for arg in spec.inputs:
+        a = arrays[arg.name]
+        nbytes = a.size * a.dtype.itemsize
+        if not (a.flags.c_contiguous and a.flags.aligned):
+            need += nbytes  # one contiguous copy
+            named.append(arg.name)
+        if arg.kind == "tensor" and arg.name == "x":
+            need += nbytes  # the output of the same shape
+            named.append("x") if "x" not in named else None
+    x = arrays["x"]
+    memory.check_fits(
+        need,
+        f"tensor with shape{shape_str(x.shape)} and type {dtypes.tf_name(x.dtype)} on CPU (outputs and contiguous "
+        f"copies of inputs {', '.join(repr(n) for n in named)})",
+        spec.name,
+    )
+
+
+def contiguous(a: np.ndarray) -> np.ndarray:
+    """``a`` itself if C-contiguous and aligned, else one contiguous copy (any strides: negative, zero,
+    unaligned) - never a view with a layout the kernels do not expect."""
+    flags = a.flags
+    if flags.c_contiguous and flags.aligned:
+        return a
+    return np.array(a, order="C", copy=True)
+
+
+def prepare(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]) -> tuple[OpSpec, dict[str, np.ndarray], dict]:
+    """Validate a call; return ``(spec, arrays, attrs)`` ready for a kernel."""
+    spec = get_spec(op_type)
+    attrs = check_attrs(spec, attrs)
+    arrays = {}
+    for arg in spec.inputs:
+        if arg.name not in inputs:
+            raise InvalidArgumentError(f"Missing input '{arg.name}'", op_type)
+        arrays[arg.name] = as_array(inputs[arg.name], arg.name, op_type)
+    check_dtypes(spec, arrays)
+    _check_shapes(spec, arrays, attrs)
+    _check_memory(spec, arrays)
+    return spec, arrays, attrs
+
+
+def execute(
+    op_type: str,
+    inputs: dict[str, Any],
+    attrs: dict[str, Any],
+    backend: str | None = None,
+) -> tuple[np.ndarray, ...]:
+    """Run one op eagerly: validate, then dispatch to ``backend`` (default: the current one)."""
+    _, arrays, attrs = prepare(op_type, inputs, attrs)
+    kernel = registry.get_kernel(op_type, backend)
+    return registry.get_op_def(op_type).body(kernel, arrays, attrs)

@@ -1,0 +1,49 @@
+"""FusedBatchNormGradV3: its eager body and graph binding, side by side.
+
+The registration block at the bottom is the whole op for the framework: the
+spec, the body run by :func:`~fbnops.ops.execute.execute` and the shape rule of
+graph mode.  ``SPEC.gradient`` is ``None``: no gradient of the gradient is
+registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..framework.registry import register_op_def
+from ..specs import get_spec
+from .canonical import NdView
+from .execute import contiguous
+from .op_def import SpecOpDef
+from .shape_inference import fused_batch_norm_shape
+
+__all__ = ["SPEC", "OP_DEF"]
+
+SPEC = get_spec("FusedBatchNormGradV3")
+
+
+def _backward(kernel: Callable, a: dict[str, np.ndarray], attrs: dict[str, Any]):
+    """What TensorFlow's ``FusedBatchNormGradOp::Compute`` does around the math kernel."""
+    x, dy = a["x"], a["y_backprop"]
+    view = NdView.for_data_format(x.shape, attrs["data_format"])
+    placeholder = np.zeros((0,), np.float32)
+    if x.size == 0:  # TF: gradients w.r.t. scale/offset are zero for empty input
+        zeros = np.zeros(view.channels, np.float32)
+        return np.empty(x.shape, x.dtype), zeros, zeros.copy(), placeholder, placeholder.copy()
+    dx, dscale, doffset = kernel(
+        contiguous(x).reshape(view.view),
+        contiguous(dy).reshape(view.view),
+        contiguous(a["scale"]),
+        contiguous(a["reserve_space_1"]),
+        contiguous(a["reserve_space_2"]),
+        epsilon=attrs["epsilon"],
+        is_training=attrs["is_training"],
+    )
+    return dx.reshape(x.shape), dscale, doffset, placeholder, placeholder.copy()
+
+
+# The op: spec, eager body, shape rule.
+OP_DEF = register_op_def(SpecOpDef(SPEC, body=_backward, shape=fused_batch_norm_shape))

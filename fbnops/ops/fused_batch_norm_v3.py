@@ -1,0 +1,130 @@
+"""FusedBatchNormV3: its eager body, running statistics, graph binding and gradient, side by side.
+
+The registration block at the bottom is the whole op for the framework (JAX's
+``def_impl`` / ``def_abstract_eval`` / ``primitive_jvps`` lines): the spec, the
+body run by :func:`~fbnops.ops.execute.execute`, the shape rule of graph mode,
+and the gradient that ``fbnops.gradients`` uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..framework.graph import Operation, Output
+from ..framework.layouts import is_channels_first, to_channels_last
+from ..framework.registry import register_gradient, register_op_def
+from ..framework.scope import Scope
+from ..specs import get_spec
+from .canonical import NdView
+from .execute import contiguous
+from .op_def import SpecOpDef
+from .shape_inference import fused_batch_norm_shape
+
+__all__ = ["SPEC", "OP_DEF", "running_statistics"]
+
+SPEC = get_spec("FusedBatchNormV3")
+
+
+def running_statistics(
+    mean: np.ndarray,
+    variance: np.ndarray,
+    count: int,
+    mean_in: np.ndarray,
+    variance_in: np.ndarray,
+    exponential_avg_factor: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``batch_mean``/``batch_variance`` outputs of training, from the batch statistics.
+
+    ``mean``/``variance`` are the batch mean and biased variance of ``count`` elements
+    per channel; ``mean_in``/``variance_in`` the running statistics given as inputs
+    (read only when the factor is not 1).  As TensorFlow, in float32: Bessel's
+    correction ``n / max(n - 1, 1)`` for the variance only, then
+    ``(1 - f) * running + f * batch``.
+    """
+    f = np.float32(exponential_avg_factor)
+    n = np.float32(count)
+    adjust = n / np.float32(max(count - 1, 1))
+    if f == np.float32(1.0):
+        batch_mean, batch_var = mean.copy(), variance * adjust
+    else:
+        one_minus_f = np.float32(1.0) - f
+        batch_mean = one_minus_f * mean_in + f * mean
+        batch_var = one_minus_f * variance_in + (f * adjust) * variance
+    return batch_mean.astype(np.float32), batch_var.astype(np.float32)
+
+
+def _forward(kernel: Callable, a: dict[str, np.ndarray], attrs: dict[str, Any]):
+    """What TensorFlow's ``FusedBatchNormOp::Compute`` does around the math kernel."""
+    x = a["x"]
+    view = NdView.for_data_format(x.shape, attrs["data_format"])
+    is_training = attrs["is_training"]
+    rs3 = np.zeros((), np.float32)
+    if x.size == 0:
+        # TF: NaN running statistics, even with exponential_avg_factor != 1.
+        nan = np.full(view.channels, np.nan, np.float32)
+        if is_training:
+            used_mean, used_var = nan.copy(), nan.copy()
+        else:  # better than TF's uninitialized memory: the statistics that would be used
+            used_mean, used_var = a["mean"].copy(), a["variance"].copy()
+        return np.empty(x.shape, x.dtype), nan, nan.copy(), used_mean, used_var, rs3
+    y, mean, var = kernel(
+        contiguous(x).reshape(view.view),
+        contiguous(a["scale"]),
+        contiguous(a["offset"]),
+        contiguous(a["mean"]) if not is_training else None,
+        contiguous(a["variance"]) if not is_training else None,
+        epsilon=attrs["epsilon"],
+        is_training=is_training,
+    )
+    y = y.reshape(x.shape)
+    if not is_training:
+        # TF copies mean/variance to the running outputs and ignores the factor; unlike TF
+        # (uninitialized memory) reserve_space_1/2 carry the statistics actually used.
+        m, v = a["mean"].copy(), a["variance"].copy()
+        return y, m, v, m.copy(), v.copy(), rs3
+    batch_mean, batch_var = running_statistics(
+        mean, var, view.count, a["mean"], a["variance"], attrs["exponential_avg_factor"]
+    )
+    return y, batch_mean, batch_var, mean, var, rs3
+
+
+def _transpose(scope: Scope, x: Output, perm: Sequence[int]) -> Output:
+    p = scope.constant(np.array(perm, np.int32), name="perm")
+    return scope.add_op("Transpose", [x, p], {}).output(0)
+
+
+def _gradient(scope: Scope, op: Operation, grads: Sequence[Output | None]) -> list[Output | None]:
+    """TensorFlow's ``_BaseFusedBatchNormGrad``: only the gradient of ``y`` is used.
+
+    Training: the forward's reserve spaces.  Inference: its mean and variance inputs,
+    with channels-first data transposed to channels-last around the gradient op (what
+    TensorFlow does, so the exported graph also runs on TensorFlow's CPU kernels).
+    """
+    dy = grads[0]
+    if dy is None:
+        return [None] * len(op.inputs)
+    x, scale = op.inputs[0], op.inputs[1]
+    attrs = {"epsilon": op.attrs["epsilon"], "is_training": op.attrs["is_training"]}
+    fmt = op.attrs["data_format"]
+    if op.attrs["is_training"]:
+        rs = [op.outputs[3], op.outputs[4], op.outputs[5]]
+    else:
+        rs = [op.inputs[3], op.inputs[4], op.outputs[5]]
+    if not op.attrs["is_training"] and is_channels_first(fmt):
+        last_fmt, to_last, to_first = to_channels_last(fmt)
+        g = scope.add_op(
+            SPEC.gradient,
+            [_transpose(scope, dy, to_last), _transpose(scope, x, to_last), scale, *rs],
+            {**attrs, "data_format": last_fmt},
+        )
+        return [_transpose(scope, g.output(0), to_first), g.output(1), g.output(2), None, None]
+    g = scope.add_op(SPEC.gradient, [dy, x, scale, *rs], {**attrs, "data_format": fmt})
+    return [g.output(0), g.output(1), g.output(2), None, None]
+
+
+# The op: spec, eager body, shape rule, gradient.
+OP_DEF = register_op_def(SpecOpDef(SPEC, body=_forward, shape=fused_batch_norm_shape))
+register_gradient(SPEC.name)(_gradient)
