@@ -52,7 +52,7 @@ def java_class(spec: OpSpec, cls: str, where: str) -> str:
     ins = [camel(a.name) for a in spec.inputs]
     outs = [camel(a.name) for a in spec.outputs]
     attrs = [(camel(a.name), a) for a in spec.attrs]
-    doc = [spec.summary, "", *textwrap.wrap(spec.description, 96), "", f"Java: ``{where}`` (OP_NAME = \"{spec.name}\")."]
+    doc = [spec.summary, "", *textwrap.wrap(spec.description, 96), "", f'Java: ``{where}`` (OP_NAME = "{spec.name}").']
     s = f"class {cls}(RawOp):\n" + doc_block(doc, "    ") + "\n"
     s += f'    OP_NAME = "{spec.name}"\n\n'
     s += "    def __init__(self, operation: Operation):\n"
@@ -63,7 +63,12 @@ def java_class(spec: OpSpec, cls: str, where: str) -> str:
     s += "\n    @staticmethod\n"
     params = ", ".join(f"{p}: Operand" for p in ins)
     s += f"    def create(scope: Scope, {params}, *options: {cls}.Options) -> {cls}:\n"
-    cdoc = [f"Factory method to create a class wrapping a new {spec.name} operation.", "", "Args:", "  scope: current scope"]
+    cdoc = [
+        f"Factory method to create a class wrapping a new {spec.name} operation.",
+        "",
+        "Args:",
+        "  scope: current scope",
+    ]
     for p, a in zip(ins, spec.inputs, strict=True):
         cdoc += textwrap.wrap(f"{p}: {a.doc}", 92, initial_indent="  ", subsequent_indent="    ")
     cdoc += ["  options: carries optional attributes values", "", "Returns:", f"  a new instance of {cls}"]
@@ -115,7 +120,8 @@ def java_nn_classes(specs) -> dict[str, OpSpec]:
 def java_source(specs) -> str:
     nn = java_nn_classes(specs)
     s = HEADER + "\n# ruff: noqa: E501\nfrom __future__ import annotations\n\n"
-    s += "from .framework import OPTIONS_TOKEN, Operand, Operation, Output, RawOp, Scope, as_input, check_options, check_private, option_value\n\n"
+    s += "from .framework import OPTIONS_TOKEN, Operand, Operation, Output, RawOp, Scope, as_input\n"
+    s += "from .framework import check_options, check_private, option_value\n\n"
     s += f"__all__ = {[sp.name for sp in specs] + list(nn) + ['NnOps', 'CoreOps']!r}\n\n\n"
     s += "\n\n".join(java_class(sp, sp.name, f"org.tensorflow.op.core.{sp.name}") for sp in specs)
     for cls, sp in nn.items():
@@ -128,7 +134,8 @@ def java_source(specs) -> str:
         s += f"\n    def {sp.surfaces.java_endpoint}(self, {', '.join(ins)}, *options) -> {cls}:\n"
         s += f'        """Builds a {sp.name} operation (``{cls}.create``)."""\n'
         s += f"        return {cls}.create(self._scope, {', '.join(ins)}, *options)\n"
-    s += '\n\nclass CoreOps:\n    """The ``Ops`` methods of the ``org.tensorflow.op.core`` op classes (``tf.fusedBatchNormGradV3``)."""\n\n'
+    s += "\n\nclass CoreOps:\n"
+    s += '    """The ``Ops`` methods of the ``org.tensorflow.op.core`` classes (``tf.fusedBatchNormGradV3``)."""\n\n'
     s += "    _scope: Scope\n"
     for sp in specs:
         ins = [camel(a.name) for a in sp.inputs]
@@ -165,13 +172,15 @@ def cc_class(spec: OpSpec) -> str:
     for a in spec.attrs:
         s += f"\n        def {pascal(a.name)}(self, x: {JAVA_TYPES[a.type]}) -> {cls}.Attrs:\n"
         s += doc_block([*textwrap.wrap(a.doc, 88), "", f"Defaults to {a.default!r}"], "            ")
-        s += f"            ret = copy.copy(self)\n            ret.{a.name}_ = x\n            return ret\n"
+        s += "            ret = copy.copy(self)\n"
+        s += f'            ret.{a.name}_ = attr_value(x, "{a.type}")\n            return ret\n'
     s += f"\n    def __init__(self, scope: Scope, {', '.join(ins)}, attrs: {cls}.Attrs | None = None):\n"
-    s += f"        if attrs is None:\n            attrs = {cls}.Attrs()\n"
     s += "        self.operation = Operation()\n"
     for a in spec.outputs:
         s += f"        self.{a.name} = Output()\n"
     s += "        if not scope.ok():\n            return\n"
+    s += f"        attrs = check_attrs(scope, attrs, {cls}.Attrs)\n"
+    s += "        if attrs is None:\n            return\n"
     for p in ins:
         s += f'        _{p} = AsNodeOut(scope, {p}, "{p}")\n        if not scope.ok():\n            return\n'
     s += "        ret: list = []\n"
@@ -198,7 +207,8 @@ def cc_class(spec: OpSpec) -> str:
 
 def cc_source(specs) -> str:
     s = HEADER + "\n# ruff: noqa: E501\nfrom __future__ import annotations\n\nimport copy\n\n"
-    s += "from .framework import AsNodeOut, NodeBuilder, Operation, Output, Scope\n\n"
+    s += "from .framework import AsNodeOut, NodeBuilder, Operation, Output, Scope\n"
+    s += "from .framework import attr_value, check_attrs\n\n"
     s += f"__all__ = {[sp.name for sp in specs]!r}\n\n\n"
     s += "\n\n".join(cc_class(sp) for sp in specs)
     return s

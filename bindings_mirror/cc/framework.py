@@ -1,13 +1,15 @@
 """The TensorFlow C++ runtime pieces the generated op classes use.
 
-``Scope`` (``NewRootScope``, ``NewSubScope``, ``WithOpName``, ...), ``Status``,
-``Input``/``Output``/``Operation``, ``NodeBuilder``, ``ClientSession`` and the
-helper ops ``Placeholder`` and ``Const``.
+``Scope`` (``NewRootScope``, ``NewSubScope``, ``WithOpName``, ...), ``Input``/``Output``/
+``Operation``, ``NodeBuilder``, ``ClientSession`` and the single-output ops
+``Placeholder`` and ``Const``.
 
 C++'s error model: nothing raises.  A bad construction records its error on the
 scope's shared status (``scope.ok()`` turns false, ``scope.status()`` tells why)
 and every later op built on that scope does nothing; ``ClientSession.Run`` returns
-a ``Status``.  ``Scope.ExitOnError()`` gives the LOG(FATAL) behaviour instead.
+a ``Status``.  What C++ would refuse to compile (another op's ``Attrs``, a
+multi-output op as an ``Input``) is recorded the same way.  ``Scope.ExitOnError()``
+gives the LOG(FATAL) behaviour instead.
 """
 
 from __future__ import annotations
@@ -20,68 +22,21 @@ from fbnops.framework import errors as _errors
 from fbnops.framework.graph import Graph as _CoreGraph
 from fbnops.framework.graph import Output as _CoreOutput
 from fbnops.framework.scope import Scope as _CoreScope
-from fbnops.framework.session import Session as _CoreSession
 
-__all__ = [
-    "Status",
-    "Scope",
-    "Input",
-    "Output",
-    "Operation",
-    "NodeBuilder",
-    "ClientSession",
-    "GraphDef",
-    "Placeholder",
-    "Const",
-    "DT_FLOAT",
-    "DT_HALF",
-    "DT_BFLOAT16",
-    "DT_INT32",
-    "PartialTensorShape",
-    "FatalError",
-]
+from .nodedef import add_node
+from .status import Status, StatusCode
+from .tensor import DataType, Initializer, PartialTensorShape, TensorShape, data_type, numpy_dtype
 
-DT_FLOAT = np.dtype(np.float32)
-DT_HALF = np.dtype(np.float16)
-DT_BFLOAT16 = np.dtype("bfloat16")
-DT_INT32 = np.dtype(np.int32)
+__all__ = ["Scope", "Input", "Output", "Operation", "NodeBuilder", "GraphDef", "FatalError"]
+__all__ += ["AsNodeOut", "attr_value", "check_attrs"]
 
 
 class FatalError(SystemExit):
     """What LOG(FATAL) does to the process, for scopes made with ExitOnError()."""
 
 
-class Status:
-    """tensorflow::Status (absl::Status): ``ok()``, ``code()``, ``message()``, ``ToString()``."""
-
-    def __init__(self, code: str = "OK", message: str = ""):
-        self._code = code
-        self._message = message
-
-    @staticmethod
-    def OK() -> Status:
-        return Status()
-
-    @staticmethod
-    def from_error(e: _errors.OpError) -> Status:
-        return Status(e.code, str(e))
-
-    def ok(self) -> bool:
-        return self._code == "OK"
-
-    def code(self) -> str:
-        return self._code
-
-    def message(self) -> str:
-        return self._message
-
-    error_message = message
-
-    def ToString(self) -> str:
-        return "OK" if self.ok() else f"{self._code}: {self._message}"
-
-    def __repr__(self) -> str:
-        return f"<Status {self.ToString()}>"
+def _bad(message: str) -> Status:
+    return Status(StatusCode.kInvalidArgument, message)
 
 
 class Operation:
@@ -96,15 +51,37 @@ class Operation:
     def name(self) -> str:
         return self._node.name if self._node else ""
 
+    def num_inputs(self) -> int:
+        return len(self._node.inputs) if self._node else 0
+
     def num_outputs(self) -> int:
         return self._node.num_outputs if self._node else 0
 
-    def output_type(self, i: int) -> np.dtype:
-        return self._node.outputs[i].dtype
+    def input(self, i: int) -> Output:
+        """The Output feeding input ``i`` (C++ DCHECKs the index; the mirror raises IndexError)."""
+        t = self._node.inputs[i]
+        return Output(Operation(t.op), t.index)
+
+    def output(self, i: int) -> Output:
+        if not 0 <= i < self.num_outputs():
+            raise IndexError(f"output index {i} out of range for {self.num_outputs()} outputs")
+        return Output(self, i)
+
+    def input_type(self, i: int) -> DataType:
+        return data_type(self._node.inputs[i].dtype)
+
+    def output_type(self, i: int) -> DataType:
+        return data_type(self._node.outputs[i].dtype)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Operation) and other._node is self._node
+
+    def __hash__(self) -> int:
+        return id(self._node)
 
 
 class Output:
-    """tensorflow::Output: ``Output(node, index)``; default-constructed = no node."""
+    """tensorflow::Output: ``Output(op, index)``; default-constructed = no node."""
 
     def __init__(self, op: Operation | None = None, index: int = 0):
         self._op = op if op is not None else Operation()
@@ -123,8 +100,8 @@ class Output:
     def name(self) -> str:
         return self._core.name if self._core is not None else ""
 
-    def type(self) -> np.dtype:
-        return self._core.dtype
+    def type(self) -> DataType:
+        return data_type(self._core.dtype)
 
     def node(self):
         return self._op._node
@@ -139,40 +116,82 @@ class Output:
         return f"<Output {self.name() or '(empty)'}>"
 
 
+def as_output(value) -> Output | None:
+    """``value`` as an Output if C++ converts it implicitly (an Output or a single-output op), else None."""
+    if isinstance(value, Output):
+        return value
+    out = getattr(value, "output", None)  # single-output op classes have operator Output()
+    return out if isinstance(out, Output) and _single_output(value) else None
+
+
+def _single_output(op) -> bool:
+    return getattr(type(op), "SINGLE_OUTPUT", False)
+
+
 class Input:
-    """tensorflow::Input: an Output, or an initializer (an ndarray) that becomes a Const."""
+    """tensorflow::Input: an Output (or an op that converts to one), or an Initializer."""
+
+    Initializer = Initializer
 
     def __init__(self, value):
         self.value = value
 
 
-def AsNodeOut(scope: Scope, inp, name: str = "input") -> _CoreOutput | None:
-    """The node output an Input refers to; records an error on the scope if there is none.
+def AsNodeOut(scope: Scope, inp, name: str = "input") -> _CoreOutput | None:  # noqa: N802
+    """The node output an Input refers to; a constant initializer becomes ``Const/Const``.
 
-    (``name`` is the argument's name, for the message; TF's AsNodeOut has only the Input.)
+    Anything else records INVALID_ARGUMENT on the scope (C++ would not compile it).
     """
     if isinstance(inp, Input):
         inp = inp.value
-    if isinstance(getattr(inp, "output", None), Output):  # single-output ops convert to Output
-        inp = inp.output
-    if isinstance(inp, Output):
-        if inp._core is None:
-            scope.UpdateStatus(Status("INVALID_ARGUMENT", f"Input '{name}' is an empty Output (its op was not built)"))
+    out = as_output(inp)
+    if out is not None:
+        if out._core is None:
+            scope.UpdateStatus(_bad(f"Input '{name}' is an empty Output (its op was not built)"))
             return None
-        return inp._core
-    if isinstance(inp, (np.ndarray, np.generic)):
-        was_ok = scope.ok()
-        c = Const(scope.NewSubScope("Const"), inp)  # as TF: initializers become Const/Const, Const_1/Const...
-        if was_ok and not scope.ok():  # say which input the failed initializer was for
-            st = scope.status()
-            scope._shared.status = Status(st.code(), f"{st.message()} (input '{name}')")
-        return c._core if scope.ok() else None
-    scope.UpdateStatus(
-        Status(
-            "INVALID_ARGUMENT", f"Input '{name}' must be an Output or an ndarray initializer, got {type(inp).__name__}"
+        return out._core
+    if hasattr(inp, "operation") and isinstance(inp.operation, Operation):
+        scope.UpdateStatus(
+            _bad(f"Input '{name}': a {type(inp).__name__} has several outputs and does not convert to Input; pass one")
         )
-    )
-    return None
+        return None
+    init = inp if isinstance(inp, Initializer) else Initializer(inp)
+    if not init.status.ok():
+        scope.UpdateStatus(init.status)
+        return None
+    from .ops_support import Const  # single-output helper ops live beside the generated ones
+
+    c = Const(scope.NewSubScope("Const"), init)
+    return c.output._core if scope.ok() else None
+
+
+_COERCE = {
+    "float": (lambda v: isinstance(v, (int, float, bool, np.integer, np.floating, np.bool_)), float),
+    "bool": (lambda v: isinstance(v, (int, float, bool, np.integer, np.floating, np.bool_)), bool),
+    "string": (lambda v: isinstance(v, str), str),
+}
+
+
+def attr_value(value: Any, kind: str) -> Any:
+    """An Attrs setter argument after C++'s implicit conversions (``IsTraining(1)`` is true).
+
+    A value C++ would not convert is kept as is; building the op then records TensorFlow's
+    ``AttrValue had value with type ...`` status.
+    """
+    accepts, convert = _COERCE[kind]
+    return convert(value) if accepts(value) else value
+
+
+def check_attrs(scope: Scope, attrs, cls):
+    """``attrs`` if it is ``cls`` (an op's own Attrs), else a recorded status and None."""
+    if attrs is None:
+        return cls()
+    if type(attrs) is not cls:
+        want = cls.__qualname__.replace(".", "::")
+        got = type(attrs).__qualname__.replace(".", "::")
+        scope.UpdateStatus(_bad(f"attrs: a {got} is not a {want} (no conversion; C++ would not compile this)"))
+        return None
+    return attrs
 
 
 class GraphDef:
@@ -212,8 +231,8 @@ class NodeBuilder:
 
     def Finalize(self, graph: _CoreGraph, created: list) -> Status:
         try:
-            node = graph.add_operation(
-                self._name, self._op, self._inputs, self._attrs, self._control, self._device, self._kernel_label
+            node = add_node(
+                graph, self._name, self._op, self._inputs, self._attrs, self._control, self._device, self._kernel_label
             )
         except _errors.OpError as e:
             return Status.from_error(e)
@@ -252,8 +271,9 @@ class Scope:
         return self._with(self._core.with_op_name("".join(str(f) for f in fragments)))
 
     def WithControlDependencies(self, control_deps) -> Scope:
-        if isinstance(control_deps, Output):
-            control_deps = [control_deps.op()]
+        single = as_output(control_deps)
+        if single is not None:
+            control_deps = [single.op()]
         return self._with(self._core.with_control_dependencies(o._node for o in control_deps if o._node))
 
     def WithNoControlDependencies(self) -> Scope:
@@ -307,108 +327,21 @@ class Scope:
         return Status.OK()  # shapes are inferred when a node is built
 
 
-class ClientSession:
-    """tensorflow::ClientSession: ``Run([feeds,] fetch_outputs, [run_outputs,] outputs) -> Status``."""
-
-    def __init__(self, scope: Scope):
-        self._scope = scope
-        self._session = _CoreSession(scope.graph())
-
-    def Run(self, *args) -> Status:
-        if len(args) == 2:
-            inputs, fetch_outputs, run_outputs, outputs = {}, args[0], [], args[1]
-        elif len(args) == 3:
-            inputs, fetch_outputs, run_outputs, outputs = args[0], args[1], [], args[2]
-        elif len(args) == 4:
-            inputs, fetch_outputs, run_outputs, outputs = args
-        else:
-            return Status(
-                "INVALID_ARGUMENT",
-                "Run takes (fetch_outputs, outputs), (inputs, fetch_outputs, "
-                "outputs) or (inputs, fetch_outputs, run_outputs, outputs)",
-            )
-        if not isinstance(outputs, list):
-            return Status("INVALID_ARGUMENT", "outputs must be a list to fill (std::vector<Tensor>*)")
-        if not self._scope.ok():
-            return self._scope.status()
-        try:
-            feeds = {}
-            for k, v in inputs.items():
-                if not isinstance(k, Output) or k._core is None:
-                    return Status("INVALID_ARGUMENT", f"feed key {k!r} is not an Output")
-                feeds[k._core] = v
-            fetches = []
-            for f in fetch_outputs:
-                if not isinstance(f, Output) or f._core is None:
-                    return Status("INVALID_ARGUMENT", f"fetch {f!r} is not an Output of a built op")
-                fetches.append(f._core)
-            values = self._session.run(fetches, feeds, [o._node for o in run_outputs if o._node])
-        except _errors.OpError as e:
-            return Status.from_error(e)
-        outputs.clear()
-        outputs.extend(values)
-        return Status.OK()
+def shape_attr(shape) -> tuple | None | Status:
+    """A ``shape`` attr from a PartialTensorShape, TensorShape or initializer list of dims."""
+    if isinstance(shape, PartialTensorShape):
+        return shape.dims
+    if isinstance(shape, TensorShape):
+        return tuple(shape.dim_sizes())
+    if isinstance(shape, (list, tuple)) and all(
+        isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape
+    ):
+        return PartialTensorShape(shape).dims
+    return _bad(f"Placeholder::Shape takes a PartialTensorShape or a list of ints, got {shape!r}")
 
 
-class PartialTensorShape:
-    def __init__(self, dims=None):
-        self.dims = None if dims is None else tuple(None if d < 0 else d for d in dims)
-
-
-def _finish_single_output(op, scope: Scope, builder: NodeBuilder) -> None:
-    """The tail of a generated single-output constructor: finalize, then set operation/output."""
-    ret: list = []
-    scope.UpdateBuilder(builder)
-    scope.UpdateStatus(builder.Finalize(scope.graph(), ret))
-    if scope.ok():
-        op.operation = Operation(ret[0])
-        op.output = Output(op.operation, 0)
-
-
-class Placeholder:
-    """tensorflow::ops::Placeholder(scope, dtype[, Placeholder::Shape(...)])."""
-
-    class Attrs:
-        def __init__(self):
-            self.shape_ = PartialTensorShape()
-
-        def Shape(self, x: PartialTensorShape) -> Placeholder.Attrs:
-            ret = Placeholder.Attrs()
-            ret.shape_ = x
-            return ret
-
-    @staticmethod
-    def Shape(x: PartialTensorShape) -> Placeholder.Attrs:
-        return Placeholder.Attrs().Shape(x)
-
-    def __init__(self, scope: Scope, dtype, attrs: Placeholder.Attrs | None = None):
-        attrs = attrs or Placeholder.Attrs()
-        self.operation = Operation()
-        self.output = Output()
-        if not scope.ok():
-            return
-        builder = (
-            NodeBuilder(scope.GetUniqueNameForOp("Placeholder"), "Placeholder")
-            .Attr("dtype", np.dtype(dtype))
-            .Attr("shape", attrs.shape_.dims)
-        )
-        _finish_single_output(self, scope, builder)
-
-
-class Const:
-    """tensorflow::ops::Const(scope, value)."""
-
-    def __init__(self, scope: Scope, value):
-        self.operation = Operation()
-        self.output = Output()
-        if not scope.ok():
-            return
-        value = np.asarray(value)
-        builder = (
-            NodeBuilder(scope.GetUniqueNameForOp("Const"), "Const").Attr("value", value).Attr("dtype", value.dtype)
-        )
-        _finish_single_output(self, scope, builder)
-
-    @property
-    def _core(self):
-        return self.output._core
+def dtype_attr(dtype) -> np.dtype | Status:
+    try:
+        return numpy_dtype(dtype)
+    except (TypeError, KeyError):
+        return _bad(f"not a DataType: {dtype!r}")

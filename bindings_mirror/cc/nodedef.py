@@ -120,19 +120,23 @@ def _check(spec: OpSpec, name: str, inputs, attrs: dict[str, Any]) -> dict[str, 
         got = inferred.get(attr)
         if got is not None and got not in allowed:
             listed = ", ".join(allowed)
-            raise InvalidArgumentError(f"Value for attr '{attr}' of {got} is not in the list of allowed values: {listed}{where}")
+            raise InvalidArgumentError(
+                f"Value for attr '{attr}' of {got} is not in the list of allowed values: {listed}{where}"
+            )
         if got is not None:
             node[attr] = ("type", got)
     for a in spec.attrs:
         value = attrs.get(a.name, a.default)
         if not _KIND_CHECKS[a.type](value):
             raise InvalidArgumentError(
-                f"AttrValue had value with type '{_kind_name(value)}' when '{a.type}' expected\n\t for attr '{a.name}'{where}"
+                f"AttrValue had value with type '{_kind_name(value)}' when '{a.type}' expected"
+                f"\n\t for attr '{a.name}'{where}"
             )
         if a.allowed and value not in a.allowed:
             listed = ", ".join(_value_text(a.type, v) for v in a.allowed)
             raise InvalidArgumentError(
-                f"Value for attr '{a.name}' of {_value_text(a.type, value)} is not in the list of allowed values: {listed}{where}"
+                f"Value for attr '{a.name}' of {_value_text(a.type, value)} "
+                f"is not in the list of allowed values: {listed}{where}"
             )
         node[a.name] = (a.type, value)
     return node

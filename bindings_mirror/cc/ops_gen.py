@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 from .framework import AsNodeOut, NodeBuilder, Operation, Output, Scope
+from .framework import attr_value, check_attrs
 
 __all__ = ['FusedBatchNormGradV3', 'FusedBatchNormV3']
 
@@ -59,7 +60,7 @@ class FusedBatchNormGradV3:
             Defaults to 0.0001
             """
             ret = copy.copy(self)
-            ret.epsilon_ = x
+            ret.epsilon_ = attr_value(x, "float")
             return ret
 
         def DataFormat(self, x: str) -> FusedBatchNormGradV3.Attrs:
@@ -68,7 +69,7 @@ class FusedBatchNormGradV3:
             Defaults to 'NHWC'
             """
             ret = copy.copy(self)
-            ret.data_format_ = x
+            ret.data_format_ = attr_value(x, "string")
             return ret
 
         def IsTraining(self, x: bool) -> FusedBatchNormGradV3.Attrs:
@@ -77,12 +78,10 @@ class FusedBatchNormGradV3:
             Defaults to True
             """
             ret = copy.copy(self)
-            ret.is_training_ = x
+            ret.is_training_ = attr_value(x, "bool")
             return ret
 
     def __init__(self, scope: Scope, y_backprop, x, scale, reserve_space_1, reserve_space_2, reserve_space_3, attrs: FusedBatchNormGradV3.Attrs | None = None):
-        if attrs is None:
-            attrs = FusedBatchNormGradV3.Attrs()
         self.operation = Operation()
         self.x_backprop = Output()
         self.scale_backprop = Output()
@@ -90,6 +89,9 @@ class FusedBatchNormGradV3:
         self.reserve_space_4 = Output()
         self.reserve_space_5 = Output()
         if not scope.ok():
+            return
+        attrs = check_attrs(scope, attrs, FusedBatchNormGradV3.Attrs)
+        if attrs is None:
             return
         _y_backprop = AsNodeOut(scope, y_backprop, "y_backprop")
         if not scope.ok():
@@ -198,7 +200,7 @@ class FusedBatchNormV3:
             Defaults to 0.0001
             """
             ret = copy.copy(self)
-            ret.epsilon_ = x
+            ret.epsilon_ = attr_value(x, "float")
             return ret
 
         def ExponentialAvgFactor(self, x: float) -> FusedBatchNormV3.Attrs:
@@ -208,7 +210,7 @@ class FusedBatchNormV3:
             Defaults to 1.0
             """
             ret = copy.copy(self)
-            ret.exponential_avg_factor_ = x
+            ret.exponential_avg_factor_ = attr_value(x, "float")
             return ret
 
         def DataFormat(self, x: str) -> FusedBatchNormV3.Attrs:
@@ -217,7 +219,7 @@ class FusedBatchNormV3:
             Defaults to 'NHWC'
             """
             ret = copy.copy(self)
-            ret.data_format_ = x
+            ret.data_format_ = attr_value(x, "string")
             return ret
 
         def IsTraining(self, x: bool) -> FusedBatchNormV3.Attrs:
@@ -226,12 +228,10 @@ class FusedBatchNormV3:
             Defaults to True
             """
             ret = copy.copy(self)
-            ret.is_training_ = x
+            ret.is_training_ = attr_value(x, "bool")
             return ret
 
     def __init__(self, scope: Scope, x, scale, offset, mean, variance, attrs: FusedBatchNormV3.Attrs | None = None):
-        if attrs is None:
-            attrs = FusedBatchNormV3.Attrs()
         self.operation = Operation()
         self.y = Output()
         self.batch_mean = Output()
@@ -240,6 +240,9 @@ class FusedBatchNormV3:
         self.reserve_space_2 = Output()
         self.reserve_space_3 = Output()
         if not scope.ok():
+            return
+        attrs = check_attrs(scope, attrs, FusedBatchNormV3.Attrs)
+        if attrs is None:
             return
         _x = AsNodeOut(scope, x, "x")
         if not scope.ok():

@@ -185,7 +185,7 @@ class RawOp(Op):
     def __init__(self, operation: Operation, op_name: str):
         if operation.type() != op_name:
             raise IllegalArgumentException(
-                f"Can't create a {type(self).__name__} from an operation with type \"{operation.type()}\", "
+                f'Can\'t create a {type(self).__name__} from an operation with type "{operation.type()}", '
                 f'operation must have type "{op_name}".'
             )
         self._operation = operation
@@ -531,5 +531,3 @@ class Placeholder(RawOp, Operand):
 
     def output(self) -> Output:
         return self._output
-
-

@@ -3,7 +3,8 @@
 # ruff: noqa: E501
 from __future__ import annotations
 
-from .framework import OPTIONS_TOKEN, Operand, Operation, Output, RawOp, Scope, as_input, check_options, check_private, option_value
+from .framework import OPTIONS_TOKEN, Operand, Operation, Output, RawOp, Scope, as_input
+from .framework import check_options, check_private, option_value
 
 __all__ = ['FusedBatchNormGradV3', 'FusedBatchNormV3', 'FusedBatchNormGrad', 'FusedBatchNorm', 'NnOps', 'CoreOps']
 
@@ -688,7 +689,7 @@ class NnOps:
 
 
 class CoreOps:
-    """The ``Ops`` methods of the ``org.tensorflow.op.core`` op classes (``tf.fusedBatchNormGradV3``)."""
+    """The ``Ops`` methods of the ``org.tensorflow.op.core`` classes (``tf.fusedBatchNormGradV3``)."""
 
     _scope: Scope
 

@@ -175,7 +175,9 @@ class Session:
             if isinstance(target, Op):
                 target = target.op()
             if not isinstance(target, Operation):
-                raise IllegalArgumentException(f"addTarget takes a String, Operation or Op, got {type(target).__name__}")
+                raise IllegalArgumentException(
+                    f"addTarget takes a String, Operation or Op, got {type(target).__name__}"
+                )
             self._targets.append(self._own(target, "target operation"))
             return self
 
@@ -194,4 +196,3 @@ class Session:
                 raise java_exception(e) from None
             tensors = [out.type()(v) for out, v in zip(self._fetches, values, strict=True)]
             return Result(self._names, tensors)
-

@@ -146,9 +146,7 @@ class Tensor:
                 return cls(np.zeros(shape_or_array.dims, cls.NUMPY))
             flat = np.asarray(data).reshape(-1)
             if flat.size != shape_or_array.size():
-                raise IllegalArgumentException(
-                    f"buffer of {flat.size} values does not fill shape {shape_or_array}"
-                )
+                raise IllegalArgumentException(f"buffer of {flat.size} values does not fill shape {shape_or_array}")
             return cls._of(flat.reshape(shape_or_array.dims))
         return cls._of(shape_or_array)
 
@@ -219,7 +217,9 @@ TType = Tensor
 
 
 def _tensor_type(name: str, data_type: DataType, numpy: Any) -> type[Tensor]:
-    return type(name, (Tensor,), {"DATA_TYPE": data_type, "NUMPY": np.dtype(numpy), "__doc__": f"org.tensorflow.types.{name}"})
+    return type(
+        name, (Tensor,), {"DATA_TYPE": data_type, "NUMPY": np.dtype(numpy), "__doc__": f"org.tensorflow.types.{name}"}
+    )
 
 
 TFloat32 = _tensor_type("TFloat32", DataType.DT_FLOAT, np.float32)

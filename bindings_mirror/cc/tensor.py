@@ -1,0 +1,229 @@
+"""``tensorflow::DataType``, ``Tensor``, ``TensorShape``/``PartialTensorShape`` and
+``Input::Initializer`` (a constant given as a scalar or a nested initializer list).
+
+The element type of an initializer follows the C++ literal it stands for: a Python
+``float`` is ``1.f`` (DT_FLOAT), an ``int`` is ``1`` (DT_INT32, DT_INT64 beyond 32
+bits), a ``bool`` is DT_BOOL; NumPy scalars and arrays keep their dtype
+(``np.float64(1.0)`` is the C++ double ``1.0``, DT_DOUBLE).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import ml_dtypes
+import numpy as np
+
+from .status import Status, StatusCode
+
+__all__ = ["DataType", "DT_FLOAT", "DT_DOUBLE", "DT_INT32", "DT_INT64", "DT_BOOL", "DT_HALF", "DT_BFLOAT16"]
+__all__ += ["Tensor", "TensorShape", "PartialTensorShape", "Initializer", "DataTypeString"]
+
+
+class DataType(enum.IntEnum):
+    """tensorflow::DataType (types.proto numbers)."""
+
+    DT_INVALID = 0
+    DT_FLOAT = 1
+    DT_DOUBLE = 2
+    DT_INT32 = 3
+    DT_UINT8 = 4
+    DT_INT16 = 5
+    DT_INT8 = 6
+    DT_STRING = 7
+    DT_INT64 = 9
+    DT_BOOL = 10
+    DT_BFLOAT16 = 14
+    DT_HALF = 19
+
+    def __str__(self) -> str:
+        return self.name
+
+
+DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64 = DataType.DT_FLOAT, DataType.DT_DOUBLE, DataType.DT_INT32, DataType.DT_INT64
+DT_BOOL, DT_HALF, DT_BFLOAT16 = DataType.DT_BOOL, DataType.DT_HALF, DataType.DT_BFLOAT16
+
+_NUMPY = {
+    DT_FLOAT: np.dtype(np.float32),
+    DT_DOUBLE: np.dtype(np.float64),
+    DT_INT32: np.dtype(np.int32),
+    DT_INT64: np.dtype(np.int64),
+    DT_BOOL: np.dtype(np.bool_),
+    DT_HALF: np.dtype(np.float16),
+    DT_BFLOAT16: np.dtype(ml_dtypes.bfloat16),
+    DataType.DT_UINT8: np.dtype(np.uint8),
+    DataType.DT_INT16: np.dtype(np.int16),
+    DataType.DT_INT8: np.dtype(np.int8),
+}
+_BY_NUMPY = {v: k for k, v in _NUMPY.items()}
+
+
+def numpy_dtype(dtype) -> np.dtype:
+    """The NumPy dtype of a DataType (or of anything np.dtype accepts)."""
+    if isinstance(dtype, DataType):
+        return _NUMPY[dtype]
+    return np.dtype(dtype)
+
+
+def data_type(dtype) -> DataType:
+    return _BY_NUMPY.get(np.dtype(dtype), DataType.DT_INVALID)
+
+
+def DataTypeString(dtype) -> str:  # noqa: N802  (tensorflow::DataTypeString)
+    from fbnops.framework import dtypes
+
+    return dtypes.tf_name(numpy_dtype(dtype))
+
+
+class TensorShape:
+    """tensorflow::TensorShape: fully known dims."""
+
+    def __init__(self, dims=()):
+        self._dims = tuple(int(d) for d in dims)
+        if any(d < 0 for d in self._dims):
+            raise ValueError(f"TensorShape dims must be >= 0, got {list(self._dims)}")
+
+    def dims(self) -> int:
+        return len(self._dims)
+
+    def dim_size(self, i: int) -> int:
+        return self._dims[i]
+
+    def num_elements(self) -> int:
+        return int(np.prod(self._dims, dtype=np.int64))
+
+    def dim_sizes(self) -> list[int]:
+        return list(self._dims)
+
+    def DebugString(self) -> str:
+        return "[" + ",".join(map(str, self._dims)) + "]"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TensorShape) and other._dims == self._dims
+
+    def __hash__(self) -> int:
+        return hash(self._dims)
+
+    def __repr__(self) -> str:
+        return self.DebugString()
+
+
+class PartialTensorShape:
+    """tensorflow::PartialTensorShape: ``PartialTensorShape({-1, 3})``; None = unknown rank."""
+
+    def __init__(self, dims=None):
+        self.dims = None if dims is None else tuple(None if d is None or d < 0 else int(d) for d in dims)
+
+    def DebugString(self) -> str:
+        if self.dims is None:
+            return "<unknown>"
+        return "[" + ",".join("?" if d is None else str(d) for d in self.dims) + "]"
+
+    def __repr__(self) -> str:
+        return self.DebugString()
+
+
+class Tensor:
+    """tensorflow::Tensor: ``Tensor(DT_FLOAT, TensorShape({2, 3}))``; ``np.asarray(t)`` reads it
+    (``t.flat<float>()``, ``t.tensor<float, 4>()`` in C++)."""
+
+    def __init__(self, dtype=DT_FLOAT, shape: TensorShape | tuple | list = ()):
+        if isinstance(dtype, np.ndarray):  # the mirror's own constructor from a computed value
+            self._array = dtype
+            return
+        dims = shape.dim_sizes() if isinstance(shape, TensorShape) else list(shape)
+        self._array = np.zeros(TensorShape(dims).dim_sizes(), numpy_dtype(dtype))
+
+    def dtype(self) -> DataType:
+        return data_type(self._array.dtype)
+
+    def shape(self) -> TensorShape:
+        return TensorShape(self._array.shape)
+
+    def dims(self) -> int:
+        return self._array.ndim
+
+    def dim_size(self, i: int) -> int:
+        return self._array.shape[i]
+
+    def NumElements(self) -> int:
+        return self._array.size
+
+    def TotalBytes(self) -> int:
+        return self._array.nbytes
+
+    def flat(self) -> np.ndarray:
+        return self._array.reshape(-1)
+
+    def tensor(self) -> np.ndarray:
+        return self._array
+
+    vec = matrix = tensor
+
+    def scalar(self) -> np.ndarray:
+        return self._array.reshape(())
+
+    def DebugString(self) -> str:
+        return f"Tensor<type: {DataTypeString(self._array.dtype)} shape: {self.shape().DebugString()}>"
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return self._array if dtype is None else self._array.astype(dtype)
+
+    def __repr__(self) -> str:
+        return self.DebugString()
+
+
+def _scalar_dtype(value) -> np.dtype | None:
+    if isinstance(value, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(value, int):
+        return np.dtype(np.int32 if -(2**31) <= value < 2**31 else np.int64)
+    if isinstance(value, float):
+        return np.dtype(np.float32)
+    if isinstance(value, np.generic):
+        return value.dtype
+    return None
+
+
+class Initializer:
+    """Input::Initializer: a scalar, a (nested) list, an ndarray or a Tensor; ``status`` says if it is valid."""
+
+    def __init__(self, value):
+        self.status = Status.OK()
+        self.tensor: np.ndarray | None = None
+        try:
+            self.tensor = self._convert(value)
+        except _Bad as e:
+            self.status = Status(StatusCode.kInvalidArgument, str(e))
+
+    @classmethod
+    def _convert(cls, value) -> np.ndarray:
+        if isinstance(value, Tensor):
+            return np.asarray(value)
+        if isinstance(value, np.ndarray):
+            return value
+        if isinstance(value, (list, tuple)):
+            if not value:  # an empty initializer list is a float tensor of shape (0,)
+                return np.zeros(0, np.float32)
+            parts = [cls._convert(v) for v in value]
+            first = parts[0]
+            for p in parts:
+                if p.dtype != first.dtype:
+                    raise _Bad("Initializer list components should all have the same type")
+                if p.shape != first.shape:
+                    raise _Bad("Initializer list components should all have the same shape")
+            return np.stack(parts)
+        dtype = _scalar_dtype(value)
+        if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+            raise _Bad(f"{value} does not fit in int64")
+        if dtype is None:
+            raise _Bad(f"cannot make a tensor from a {type(value).__name__} (no Input::Initializer constructor)")
+        with np.errstate(over="ignore"):
+            array = np.asarray(value, dtype)
+        if dtype.kind == "f" and np.isfinite(float(value)) and not np.isfinite(array):
+            raise _Bad(f"{value!r} does not fit in {DataTypeString(dtype)}")
+        return array
+
+
+class _Bad(Exception):
+    pass
