@@ -11,7 +11,8 @@
             reserve_space_1=fwd.reserve_space_1, reserve_space_2=fwd.reserve_space_2,
             reserve_space_3=fwd.reserve_space_3)
 
-The results are ``fbnops.raw_ops``' namedtuples.  See ``docs/distributed.md``.
+The results are ``fbnops.raw_ops``' namedtuples.  ``SyncBatchNorm`` (a ``torch.nn.Module``,
+imported on first use) brings the same to PyTorch on CPU.  See ``docs/distributed.md``.
 """
 
 from .adapters import from_mpi4py, from_torch
@@ -27,4 +28,13 @@ __all__ = [
     "CountingComm",
     "FusedBatchNormV3",
     "FusedBatchNormGradV3",
+    "SyncBatchNorm",
 ]
+
+
+def __getattr__(name: str):
+    if name == "SyncBatchNorm":  # needs torch: imported on first use only
+        from .torch_sync_bn import SyncBatchNorm
+
+        return SyncBatchNorm
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,107 @@
+"""SyncBatchNorm for PyTorch on CPU against nn.BatchNorm2d on the whole batch: thread ranks and gloo."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch not installed (the oracle extra brings it)")
+
+from fbnops import distributed as fd  # noqa: E402
+
+SIZES = [3, 0, 2]
+
+
+def full_batch(seed=0, n=5, c=4):
+    rng = np.random.default_rng(seed)
+    return {
+        "x": (rng.standard_normal((n, c, 3, 2)) * 2 + 1).astype(np.float32),
+        "w": rng.standard_normal((n, c, 3, 2)).astype(np.float32),
+        "weight": (rng.random(c) + 0.5).astype(np.float32),
+        "bias": rng.standard_normal(c).astype(np.float32),
+    }
+
+
+def torch_reference(data):
+    bn = torch.nn.BatchNorm2d(data["x"].shape[1], momentum=0.2)
+    with torch.no_grad():
+        bn.weight.copy_(torch.from_numpy(data["weight"]))
+        bn.bias.copy_(torch.from_numpy(data["bias"]))
+    x = torch.from_numpy(data["x"]).requires_grad_(True)
+    y = bn(x)
+    (y * torch.from_numpy(data["w"])).sum().backward()
+    return {
+        "y": y.detach().numpy(),
+        "dx": x.grad.numpy(),
+        "dweight": bn.weight.grad.numpy(),
+        "dbias": bn.bias.grad.numpy(),
+        "running_mean": bn.running_mean.numpy(),
+        "running_var": bn.running_var.numpy(),
+    }
+
+
+def compare(ranks: list[dict], want: dict) -> None:
+    np.testing.assert_allclose(np.concatenate([r["y"] for r in ranks]), want["y"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.concatenate([r["dx"] for r in ranks]), want["dx"], rtol=1e-4, atol=1e-5)
+    for k in ("dweight", "dbias"):  # local per rank, as PyTorch's SyncBatchNorm: they add up to the whole
+        np.testing.assert_allclose(sum(r[k] for r in ranks), want[k], rtol=1e-5, atol=1e-5)
+    for r in ranks:
+        for k in ("running_mean", "running_var"):
+            np.testing.assert_allclose(r[k], want[k], rtol=1e-6, atol=1e-7)
+
+
+def test_sync_batch_norm_on_thread_ranks_matches_batchnorm2d():
+    data = full_batch()
+    lo = np.concatenate([[0], np.cumsum(SIZES)[:-1]])
+
+    def body(comm):
+        bn = fd.SyncBatchNorm(4, momentum=0.2, comm=comm)
+        with torch.no_grad():
+            bn.weight.copy_(torch.from_numpy(data["weight"]))
+            bn.bias.copy_(torch.from_numpy(data["bias"]))
+        sl = slice(lo[comm.rank], lo[comm.rank] + SIZES[comm.rank])
+        x = torch.from_numpy(data["x"][sl]).requires_grad_(True)
+        y = bn(x)
+        (y * torch.from_numpy(data["w"][sl])).sum().backward()
+        out = {"y": y.detach().numpy(), "dx": x.grad.numpy(), "dweight": bn.weight.grad.numpy()}
+        out.update(dbias=bn.bias.grad.numpy(), running_mean=bn.running_mean.numpy(), running_var=bn.running_var.numpy())
+        bn.eval()  # inference uses the synchronized running statistics, no communication
+        out["eval"] = bn(torch.from_numpy(data["x"][sl])).detach().numpy()
+        return out
+
+    ranks = fd.ThreadComm(len(SIZES)).run(body)
+    want = torch_reference(data)
+    compare(ranks, want)
+    ref = torch.nn.BatchNorm2d(4, momentum=0.2).eval()
+    with torch.no_grad():
+        for name in ("weight", "bias"):
+            getattr(ref, name).copy_(torch.from_numpy(data[name]))
+        ref.running_mean.copy_(torch.from_numpy(want["running_mean"]))
+        ref.running_var.copy_(torch.from_numpy(want["running_var"]))
+        evaluated = ref(torch.from_numpy(data["x"])).numpy()
+    np.testing.assert_allclose(np.concatenate([r["eval"] for r in ranks]), evaluated, rtol=1e-5, atol=1e-5)
+
+
+def test_sync_batch_norm_over_gloo_processes(tmp_path):
+    dist = pytest.importorskip("torch.distributed", reason="torch.distributed not available")
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("this torch build has no gloo backend")
+    import torch_worker
+
+    data, sizes = full_batch(seed=1), [2, 3]
+    prefix = str(tmp_path / "rank")
+    torch.multiprocessing.spawn(
+        torch_worker.run, args=(2, str(tmp_path / "init"), prefix, sizes, data), nprocs=2, join=True
+    )
+    ranks = []
+    for r in range(2):
+        with np.load(f"{prefix}{r}.npz") as z:
+            ranks.append({k: z[k] for k in z.files})
+    compare(ranks, torch_reference(data))
+    c = data["x"].shape[1]
+    one = fd.FusedBatchNormV3(
+        fd.SerialComm(), x=data["x"], scale=data["weight"], offset=data["bias"], mean=np.zeros(c, np.float32),
+        variance=np.ones(c, np.float32), data_format="NCHW", reproducible=True,
+    )  # fmt: skip
+    assert np.concatenate([r["reproducible_y"] for r in ranks]).tobytes() == one.y.tobytes()
+    assert all(r["reproducible_mean"].tobytes() == one.batch_mean.tobytes() for r in ranks)
