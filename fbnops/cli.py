@@ -207,7 +207,7 @@ def cmd_explain(args) -> int:
     from fbnops.tools.explain import example_inputs, explain
 
     fmt = _layout(args.shape, args.data_format)
-    dt = dtypes.from_tf_name({"float32": "float", "float16": "half"}.get(args.dtype, args.dtype))
+    dt = dtypes.from_user_name(args.dtype)
     inp = example_inputs(args.shape, fmt, args.seed, dt)
     e = explain(inp["x"], inp["dy"], inp["scale"], inp["offset"], mean=inp["mean"], variance=inp["variance"],
                 epsilon=args.epsilon, data_format=fmt, is_training=not args.frozen)  # fmt: skip

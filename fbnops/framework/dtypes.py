@@ -1,52 +1,113 @@
-"""The three element types of the ops (TensorFlow names) and their NumPy dtypes.
+"""Element types: one table of TensorFlow's names, ``DT_*`` enum values and the spellings users write.
 
-``half`` is ``numpy.float16``; ``bfloat16`` is ``ml_dtypes.bfloat16``; ``float``
-is ``numpy.float32``.  Every computation happens in float32 (or wider); 16-bit
-types are only a storage format.
+The ops take ``half`` (``numpy.float16``), ``bfloat16`` (``ml_dtypes.bfloat16``) and
+``float`` (``numpy.float32``); every computation happens in float32 (or wider), the
+16-bit types are only a storage format.  The other rows exist for messages ("is a
+double tensor") and for GraphDefs and the mirrors, which name any TensorFlow type.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import ml_dtypes
 import numpy as np
 
-__all__ = ["float32", "float16", "bfloat16", "tf_name", "from_tf_name", "is_16bit"]
+__all__ = [
+    "DType",
+    "TABLE",
+    "float32",
+    "float16",
+    "bfloat16",
+    "tf_name",
+    "from_tf_name",
+    "enum_name",
+    "enum_number",
+    "from_enum",
+    "from_user_name",
+    "is_16bit",
+]
 
 float32 = np.dtype(np.float32)
 float16 = np.dtype(np.float16)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 
-_TF_NAMES = {float32: "float", float16: "half", bfloat16: "bfloat16"}
-_BY_NAME = {v: k for k, v in _TF_NAMES.items()}
-_BY_NAME.update({"float32": float32, "float16": float16})
 
-# TensorFlow's names for dtypes it knows but these ops do not accept; used in messages.
-_OTHER_TF_NAMES = {
-    "float64": "double",
-    "int8": "int8",
-    "int16": "int16",
-    "int32": "int32",
-    "int64": "int64",
-    "uint8": "uint8",
-    "uint16": "uint16",
-    "uint32": "uint32",
-    "uint64": "uint64",
-    "bool": "bool",
-    "complex64": "complex64",
-    "complex128": "complex128",
-}
+class DType(NamedTuple):
+    """One row: the NumPy dtype, TensorFlow's name (``tf.as_dtype(...).name`` in C++), its ``DataType`` enum."""
+
+    numpy: np.dtype
+    tf_name: str  # "float", "half": what TensorFlow's messages and op registrations say
+    enum: str  # "DT_FLOAT": GraphDef text, the C++ and Java DataType
+    number: int  # the DataType enum value (types.proto)
+    user_names: tuple[str, ...] = ()  # further spellings accepted from users (NumPy's names)
+
+
+TABLE: tuple[DType, ...] = (
+    DType(float32, "float", "DT_FLOAT", 1, ("float32",)),
+    DType(np.dtype(np.float64), "double", "DT_DOUBLE", 2, ("float64",)),
+    DType(np.dtype(np.int32), "int32", "DT_INT32", 3),
+    DType(np.dtype(np.uint8), "uint8", "DT_UINT8", 4),
+    DType(np.dtype(np.int16), "int16", "DT_INT16", 5),
+    DType(np.dtype(np.int8), "int8", "DT_INT8", 6),
+    DType(np.dtype(np.complex64), "complex64", "DT_COMPLEX64", 8),
+    DType(np.dtype(np.int64), "int64", "DT_INT64", 9),
+    DType(np.dtype(np.bool_), "bool", "DT_BOOL", 10),
+    DType(bfloat16, "bfloat16", "DT_BFLOAT16", 14),
+    DType(np.dtype(np.uint16), "uint16", "DT_UINT16", 17),
+    DType(np.dtype(np.complex128), "complex128", "DT_COMPLEX128", 18),
+    DType(float16, "half", "DT_HALF", 19, ("float16",)),
+    DType(np.dtype(np.uint32), "uint32", "DT_UINT32", 22),
+    DType(np.dtype(np.uint64), "uint64", "DT_UINT64", 23),
+)
+
+_BY_DTYPE = {row.numpy: row for row in TABLE}
+_BY_TF_NAME = {row.tf_name: row for row in TABLE}
+_BY_ENUM = {row.enum: row for row in TABLE} | {row.number: row for row in TABLE}
+_BY_USER_NAME = _BY_TF_NAME | {name: row for row in TABLE for name in row.user_names}
+
+
+def _row(dtype: np.dtype) -> DType:
+    try:
+        return _BY_DTYPE[np.dtype(dtype)]
+    except KeyError:
+        raise KeyError(f"no TensorFlow type for dtype {np.dtype(dtype)}") from None
 
 
 def tf_name(dtype: np.dtype) -> str:
-    """TensorFlow's name for ``dtype`` ("float", "half", "bfloat16", "int32", ...)."""
+    """TensorFlow's name for ``dtype`` ("float", "half", "bfloat16", "int32", ...); NumPy's if TF has none."""
     dtype = np.dtype(dtype)
-    if dtype in _TF_NAMES:
-        return _TF_NAMES[dtype]
-    return _OTHER_TF_NAMES.get(dtype.name, dtype.name)
+    row = _BY_DTYPE.get(dtype)
+    return row.tf_name if row is not None else dtype.name
 
 
 def from_tf_name(name: str) -> np.dtype:
-    return _BY_NAME[name]
+    """The dtype TensorFlow calls ``name`` ("float", "half", ...; NumPy's "float32"/"float16" too)."""
+    return _BY_USER_NAME[name].numpy
+
+
+def enum_name(dtype: np.dtype) -> str:
+    """``DT_FLOAT``, ``DT_HALF``, ``DT_BFLOAT16``, ... (KeyError for a dtype TensorFlow has no enum for)."""
+    return _row(dtype).enum
+
+
+def enum_number(dtype: np.dtype) -> int:
+    """The ``DataType`` enum value: 1 for float, 19 for half, 14 for bfloat16, ..."""
+    return _row(dtype).number
+
+
+def from_enum(enum: str | int) -> np.dtype:
+    """The dtype of ``"DT_FLOAT"`` or of enum value ``1`` (KeyError if unknown)."""
+    return _BY_ENUM[enum].numpy
+
+
+def from_user_name(name: str) -> np.dtype:
+    """A dtype from what a user writes: TensorFlow's name or NumPy's ("float" or "float32", "half" or
+    "float16", "bfloat16", "double" or "float64", "int32", ...).  KeyError names the known spellings."""
+    try:
+        return _BY_USER_NAME[name].numpy
+    except (KeyError, TypeError):
+        raise KeyError(f"unknown dtype {name!r}; known: {', '.join(sorted(_BY_USER_NAME))}") from None
 
 
 def is_16bit(dtype: np.dtype) -> bool:

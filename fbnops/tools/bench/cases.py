@@ -39,11 +39,11 @@ class Case:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape)) * np.dtype(dtypes.from_tf_name(_TF.get(self.dtype, self.dtype))).itemsize
+        return int(np.prod(self.shape)) * dtypes.from_user_name(self.dtype).itemsize
 
     def make(self, seed: int = 0) -> None:
         rng = np.random.default_rng(seed)
-        dt = dtypes.from_tf_name(_TF.get(self.dtype, self.dtype))
+        dt = dtypes.from_user_name(self.dtype)
         x = rng.standard_normal(self.dims, dtype=np.float32)
         axes = (0, 1, 2) if self.layout == "NHWC" else (0, 2, 3)
         c = self.shape[3]
@@ -55,9 +55,6 @@ class Case:
             mean=x.mean(axis=axes).astype(np.float32),
             var=x.var(axis=axes).astype(np.float32),
         )
-
-
-_TF = {"float32": "float", "float16": "half"}
 
 
 def parse_shapes(text: str) -> list[tuple[int, int, int, int]]:

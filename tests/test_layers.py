@@ -1,0 +1,214 @@
+"""The import graph of ``fbnops/`` and ``bindings_mirror/``: no cycles, and layers point one way.
+
+Layers, lowest first: specs (0) -> framework (1) -> ops (2) -> kernels (3) -> surfaces (4:
+``raw_ops``, ``errors``, ``distributed``, ``tools``, ``cli``, ``testing``, ``bindings_mirror``
+and the package ``__init__``).  A module may import its own layer or a lower one.  Every
+import statement counts, at module level or inside a function; the only ones left out are
+``if TYPE_CHECKING:`` blocks (they never run).  Backends are loaded by name through
+``importlib`` (the kernel registry's plugin table), which is not an import statement.
+
+The graph is read from the source with :mod:`ast`, nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("fbnops", "bindings_mirror")
+
+LAYERS = {"specs": 0, "framework": 1, "ops": 2, "kernels": 3}
+SURFACE = 4
+SURFACES = ("raw_ops", "errors", "distributed", "tools", "cli", "testing", "__main__")
+
+
+class Edge(NamedTuple):
+    src: str
+    dst: str
+    where: str  # path:line of the import statement
+
+    def __str__(self) -> str:
+        return f"{self.src} -> {self.dst}  ({self.where})"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    """Every Python module of the packages, by dotted name."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            found[_module_name(path)] = path
+    return found
+
+
+def layer(module: str) -> int | None:
+    """The rank of a module, or None if it is not classified (which fails a test)."""
+    parts = module.split(".")
+    if parts[0] == "bindings_mirror" or module == "fbnops":
+        return SURFACE
+    if parts[1] in LAYERS:
+        return LAYERS[parts[1]]
+    return SURFACE if parts[1] in SURFACES else None
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """ids of the import nodes under ``if TYPE_CHECKING:``."""
+    skipped = set()
+    for node in ast.walk(tree):
+        test = getattr(node, "test", None)
+        if isinstance(node, ast.If) and (
+            (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+            or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        ):
+            for inner in node.body:
+                skipped.update(id(n) for n in ast.walk(inner))
+    return skipped
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The longest known module that ``name`` (a dotted import target) starts with."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in known:
+            return candidate
+    return None
+
+
+def imports_of(module: str, path: Path, known: dict[str, Path]) -> list[Edge]:
+    """The internal modules ``module`` imports, one edge per (statement, target)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    skipped = _type_checking_nodes(tree)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    edges = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                stem = ".".join([*base, node.module] if node.module else base)
+            else:
+                stem = node.module or ""
+            # ``from pkg import name``: the submodule pkg.name if there is one, else pkg itself
+            targets = [f"{stem}.{a.name}" if f"{stem}.{a.name}" in known else stem for a in node.names]
+        where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+        for target in dict.fromkeys(targets):
+            resolved = _resolve(target, known)
+            if resolved is not None and resolved != module:
+                edges.append(Edge(module, resolved, where))
+    return edges
+
+
+def import_graph() -> tuple[dict[str, Path], list[Edge]]:
+    known = modules()
+    edges = [e for name, path in known.items() for e in imports_of(name, path, known)]
+    return known, edges
+
+
+def cycles(nodes, edges: list[Edge]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    succ: dict[str, list[str]] = {n: [] for n in nodes}
+    for e in edges:
+        succ[e.src].append(e.dst)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(succ[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(succ[child])))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def upward(edges: list[Edge]) -> list[Edge]:
+    return [e for e in edges if layer(e.src) is not None and layer(e.dst) is not None and layer(e.src) < layer(e.dst)]
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return import_graph()
+
+
+def test_the_graph_is_read(graph):
+    """The walk sees the known edges (a parser that saw nothing would pass everything)."""
+    known, edges = graph
+    pairs = {(e.src, e.dst) for e in edges}
+    assert ("fbnops.ops.execute", "fbnops.framework.registry") in pairs  # from ..framework import registry
+    assert ("fbnops.raw_ops", "fbnops.ops.execute") in pairs
+    assert ("fbnops.framework.graph", "fbnops.framework.graphdef") in pairs
+    assert ("fbnops.specs", "fbnops.specs.op_spec") in pairs
+    assert len(known) > 40 and len(edges) > 100
+
+
+def test_every_module_has_a_layer(graph):
+    known, _ = graph
+    assert [m for m in known if layer(m) is None] == []
+
+
+def test_no_import_cycles(graph):
+    known, edges = graph
+    found = cycles(known, edges)
+    report = []
+    for component in found:
+        members = set(component)
+        report.append(" <-> ".join(component))
+        report += [f"    {e}" for e in edges if e.src in members and e.dst in members]
+    assert not found, f"{len(found)} import cycle(s):\n" + "\n".join(report)
+
+
+def test_layers_point_one_way(graph):
+    _, edges = graph
+    bad = upward(edges)
+    lines = [f"{e}   [layer {layer(e.src)} imports layer {layer(e.dst)}]" for e in bad]
+    assert not bad, f"{len(bad)} upward import(s) (specs 0 < framework 1 < ops 2 < kernels 3 < surfaces 4):\n" + (
+        "\n".join(lines)
+    )
+
+
+def test_the_checker_catches_a_cycle_and_an_upward_import():
+    edges = [Edge("fbnops.framework.a", "fbnops.ops.b", "x:1"), Edge("fbnops.ops.b", "fbnops.framework.a", "y:2")]
+    assert cycles(["fbnops.framework.a", "fbnops.ops.b"], edges) == [["fbnops.framework.a", "fbnops.ops.b"]]
+    assert upward(edges) == [edges[0]]
