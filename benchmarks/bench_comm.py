@@ -1,0 +1,165 @@
+"""Communication cost of synchronized batch norm: Allgather latency (alpha) and per-byte time (beta),
+and the time of one synchronized training step per layer in the default and the reproducible mode.
+
+    python benchmarks/bench_comm.py --ranks 1,2,3          # launches mpiexec once per rank count
+    python benchmarks/bench_comm.py --ranks 2 --json out.json
+
+Model (docs/distributed.md): one Allgather in which each rank receives ``bytes`` costs about
+``alpha * ceil(log2 p) + beta * bytes``.  For each ``p`` the script times Allgathers of 1 to
+131072 float64 per rank (the fastest of 7 batches of calls), takes ``alpha`` from the smallest
+messages and ``beta`` from the slope over the largest, then times one layer's forward +
+gradient (a ResNet-like 32x14x14x256 batch split across the ranks) with ``reproducible=False``
+and ``True``, against ``raw_ops`` on one rank's share (``--no-step``: Allgather only).
+
+Oversubscribed machines (more ranks than free cores) measure the scheduler more than the
+network: compare like with like.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+SIZES = (1, 8, 64, 512, 4096, 32768, 131072)  # float64 per rank
+LAYER = (32, 14, 14, 256)  # global NHWC batch of the step timing
+
+
+def _best_time(fn, world, calls: int, batches: int = 7) -> float:
+    """Seconds per call of the fastest batch: load from other processes only ever adds time."""
+    times = []
+    for _ in range(batches):
+        world.Barrier()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t0) / calls)
+    return float(min(times))
+
+
+def measure(with_step: bool = True) -> dict:
+    """Runs on every rank under mpiexec; rank 0 returns the figures."""
+    from mpi4py import MPI
+
+    from fbnops import distributed as fd
+    from fbnops import raw_ops
+
+    world = MPI.COMM_WORLD
+    p, rank = world.Get_size(), world.Get_rank()
+    out: dict = {"ranks": p, "allgather": []}
+    for m in SIZES:
+        a = np.full(m, float(rank))
+        recv = np.empty(p * m)
+        calls = max(3, min(300, 2_000_000 // (m * p * 8 + 20_000)))
+        t = _best_time(lambda a=a, recv=recv: world.Allgather(a, recv), world, calls)
+        out["allgather"].append({"floats": m, "bytes_received": 8 * m * (p - 1), "seconds": t})
+    if p > 1:  # alpha from the smallest messages, beta from the slope over the largest
+        small = [r["seconds"] for r in out["allgather"][:3]]
+        big = out["allgather"][-3:]
+        beta = np.polyfit([r["bytes_received"] for r in big], [r["seconds"] for r in big], 1)[0]
+        out["alpha_seconds"] = float(np.median(small)) / math.ceil(math.log2(p))
+        out["beta_seconds_per_byte"] = float(beta)
+    if with_step:
+        out["step"] = _step_times(world, fd, raw_ops)
+    return out if rank == 0 else {}
+
+
+def _step_times(world, fd, raw_ops) -> dict:
+    rng = np.random.default_rng(0)
+    n, h, w, c = LAYER
+    p, rank = world.Get_size(), world.Get_rank()
+    share = [n // p + (i < n % p) for i in range(p)]
+    x = (rng.standard_normal((share[rank], h, w, c)) + 1).astype(np.float32)
+    dy = rng.standard_normal(x.shape).astype(np.float32)
+    s, o, e = np.ones(c, np.float32), np.zeros(c, np.float32), np.zeros(0, np.float32)
+    comm = fd.from_mpi4py(world)
+
+    def step(reproducible):
+        f = fd.FusedBatchNormV3(comm, x=x, scale=s, offset=o, mean=e, variance=e, reproducible=reproducible)
+        fd.FusedBatchNormGradV3(comm, y_backprop=dy, x=x, scale=s, reserve_space_1=f.reserve_space_1,
+                                reserve_space_2=f.reserve_space_2, reserve_space_3=f.reserve_space_3,
+                                reproducible=reproducible)  # fmt: skip
+
+    def plain():
+        f = raw_ops.FusedBatchNormV3(x=x, scale=s, offset=o, mean=e, variance=e)
+        raw_ops.FusedBatchNormGradV3(y_backprop=dy, x=x, scale=s, reserve_space_1=f.reserve_space_1,
+                                     reserve_space_2=f.reserve_space_2, reserve_space_3=f.reserve_space_3)  # fmt: skip
+
+    for fn in (plain, lambda: step(False), lambda: step(True)):
+        fn()  # warm-up
+    return {
+        "global_batch": list(LAYER),
+        "samples_on_rank0": share[0],
+        "raw_ops_seconds": _best_time(plain, world, 5),
+        "default_seconds": _best_time(lambda: step(False), world, 5),
+        "reproducible_seconds": _best_time(lambda: step(True), world, 5),
+    }
+
+
+def launch(ranks: list[int], no_step: bool = False) -> list[dict]:
+    from fbnops.distributed.demo import find_mpiexec
+
+    mpiexec = find_mpiexec()
+    if mpiexec is None:
+        sys.exit("bench_comm: mpiexec not found (pip install 'fbnops[mpi]')")
+    results = []
+    for p in ranks:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            env = dict(os.environ, FBNOPS_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // p)))
+            cmd = [mpiexec, "-n", str(p), sys.executable, "-m", "mpi4py", __file__, "--inner", path]
+            cmd += ["--no-step"] if no_step else []
+            subprocess.run(cmd, check=True, timeout=600, env=env)
+            with open(path) as f:
+                results.append(json.load(f))
+    return results
+
+
+def report(results: list[dict]) -> None:
+    print("Allgather, seconds per call, fastest of 7 batches (float64 per rank):")
+    print("  p " + "".join(f"{m:>11}" for m in SIZES))
+    for r in results:
+        print(f"{r['ranks']:>3} " + "".join(f"{a['seconds'] * 1e6:>9.1f}us" for a in r["allgather"]))
+    for r in results:
+        if "alpha_seconds" in r:
+            print(f"p={r['ranks']}: alpha = {r['alpha_seconds'] * 1e6:.2f} us per log2 step, "
+                  f"beta = {r['beta_seconds_per_byte'] * 1e9:.3f} ns per byte "
+                  f"({1 / r['beta_seconds_per_byte'] / 1e9:.2f} GB/s)")  # fmt: skip
+    print(f"\nOne layer, forward + gradient, global batch {'x'.join(map(str, LAYER))} NHWC float32 (fastest of 7):")
+    for r in (r for r in results if "step" in r):
+        s = r["step"]
+        ms = {k: s[f"{k}_seconds"] * 1e3 for k in ("raw_ops", "default", "reproducible")}
+        print(f"p={r['ranks']}: raw_ops on rank 0's {s['samples_on_rank0']} samples {ms['raw_ops']:.2f} ms, "
+              f"synchronized {ms['default']:.2f} ms, reproducible {ms['reproducible']:.2f} ms "
+              f"(x{ms['reproducible'] / ms['default']:.2f})")  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ranks", default="1,2", help="comma-separated rank counts (default 1,2)")
+    ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--no-step", action="store_true", help="Allgather figures only (skip the layer timing)")
+    ap.add_argument("--inner", help=argparse.SUPPRESS)  # set when running under mpiexec
+    args = ap.parse_args()
+    if args.inner:
+        result = measure(with_step=not args.no_step)
+        if result:
+            with open(args.inner, "w") as f:
+                json.dump(result, f)
+        return
+    results = launch([int(p) for p in args.ranks.split(",")], args.no_step)
+    report(results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
