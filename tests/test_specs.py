@@ -1,0 +1,162 @@
+"""Every op spec is a whole op (TensorFlow's ``api_test.cc`` in spirit).
+
+For each spec in ``fbnops.specs``: an eager body, a graph shape rule, a kernel on every
+known backend, a graph OpDef that agrees with the spec, a registered gradient exactly
+when ``spec.gradient`` names one (and that gradient builds that op), a ``raw_ops``
+function, and a reference page from the docs generator listed in the site's nav.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fbnops
+from fbnops.errors import NotFoundError
+from fbnops.framework import dtypes, registry
+from fbnops.framework.gradients import gradients
+from fbnops.framework.graph import Graph
+from fbnops.framework.scope import Scope
+from fbnops.ops.op_def import SpecOpDef
+from fbnops.specs import OpSpec, all_specs
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = all_specs()
+NAMES = [s.name for s in SPECS]
+C = 3
+SHAPE = (2, 4, 4, C)  # NHWC
+
+
+def _dtype(spec: OpSpec, type_name: str) -> np.dtype:
+    """float32 for a type attr that allows it (else its first type), or the fixed dtype."""
+    if type_name in spec.type_attrs:
+        allowed = spec.type_attrs[type_name]
+        return dtypes.from_tf_name("float" if "float" in allowed else allowed[0])
+    return dtypes.from_tf_name(type_name)
+
+
+def _input_shape(kind: str) -> tuple:
+    return {"tensor": SHAPE, "channels": (C,), "any": (0,)}[kind]
+
+
+def _graph_inputs(spec: OpSpec, scope: Scope):
+    return [scope.placeholder(_dtype(spec, a.type), _input_shape(a.kind), name=a.name) for a in spec.inputs]
+
+
+def test_there_are_specs_and_unique_names():
+    assert len(SPECS) >= 2 and len(set(NAMES)) == len(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_graph_op_def_binds_the_spec(name):
+    spec = next(s for s in SPECS if s.name == name)
+    op_def = registry.get_op_def(name)
+    assert isinstance(op_def, SpecOpDef) and op_def.spec is spec
+    assert op_def.input_names == spec.input_names and op_def.output_names == spec.output_names
+    assert set(op_def.attr_kinds) == {a.name for a in spec.attrs} | set(spec.type_attrs)
+    assert callable(op_def.body), "no eager body"
+    assert callable(op_def.shape), "no shape rule"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_shape_rule_gives_every_output_a_shape(name):
+    spec = next(s for s in SPECS if s.name == name)
+    scope = Scope(Graph())
+    op = scope.add_op(name, _graph_inputs(spec, scope), {})
+    expected = {"tensor": SHAPE, "channels": (C,), "empty": (0,), "scalar0": None}
+    assert [o.shape for o in op.outputs] == [expected[a.kind] for a in spec.outputs]
+    assert [o.dtype for o in op.outputs] == [_dtype(spec, a.type) for a in spec.outputs]
+
+
+@pytest.mark.parametrize("backend", registry.known_backends())
+@pytest.mark.parametrize("name", NAMES)
+def test_a_kernel_on_every_known_backend(name, backend):
+    if backend not in fbnops.available_backends():
+        pytest.skip(f"backend {backend!r} is not installed here")
+    assert callable(registry.get_kernel(name, backend))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_eager_and_graph_runs_agree(name):
+    """The eager body runs through raw_ops and through a Session, to the same bits."""
+    spec = next(s for s in SPECS if s.name == name)
+    rng = np.random.default_rng(0)
+    values = {}
+    for a in spec.inputs:
+        shape = _input_shape(a.kind)
+        v = rng.random(shape) + (0.5 if a.kind == "channels" else 0.0)
+        values[a.name] = v.astype(_dtype(spec, a.type))
+    eager = getattr(fbnops.raw_ops, name)(**values)
+    assert tuple(type(eager)._fields) == spec.output_names
+    scope = Scope(Graph())
+    placeholders = _graph_inputs(spec, scope)
+    op = scope.add_op(name, placeholders, {})
+    graph_out = fbnops.Session(scope.graph).run(list(op.outputs), dict(zip(placeholders, values.values(), strict=True)))
+    for got, want in zip(graph_out, eager, strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_registered_gradient_matches_spec_gradient(name):
+    spec = next(s for s in SPECS if s.name == name)
+    assert registry.has_gradient(name) == (spec.gradient is not None)
+    scope = Scope(Graph())
+    inputs = _graph_inputs(spec, scope)
+    op = scope.add_op(name, inputs, {})
+    if spec.gradient is None:
+        with pytest.raises(NotFoundError, match=f"No gradient defined for operation of type '{name}'"):
+            gradients(op.output(0), inputs[0])
+        return
+    before = len(scope.graph)
+    gradients(op.output(0), inputs[0])
+    added = {o.type for o in scope.graph.operations()[before:]}
+    assert spec.gradient in added, f"the gradient of {name} built {sorted(added)}, not {spec.gradient}"
+
+
+@pytest.fixture(scope="module")
+def generated_pages(monkeypatch_module):
+    """Run docs/gen_pages.py with a stand-in for mkdocs_gen_files that collects the pages."""
+    pages: dict[str, str] = {}
+
+    class _Page:
+        def __init__(self, path):
+            self.path, self.parts = path, []
+
+        def write(self, text):
+            self.parts.append(text)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pages[self.path] = "".join(self.parts)
+
+    fake = types.ModuleType("mkdocs_gen_files")
+    fake.open = lambda path, mode="w": _Page(path)
+    monkeypatch_module.setitem(sys.modules, "mkdocs_gen_files", fake)
+    monkeypatch_module.chdir(ROOT)
+    monkeypatch_module.syspath_prepend(str(ROOT))
+    runpy.run_path(str(ROOT / "docs" / "gen_pages.py"))
+    return pages
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_docs_page_generated_and_in_the_nav(name, generated_pages):
+    page = generated_pages.get(f"ops/{name}.md")
+    assert page is not None, f"docs/gen_pages.py wrote no ops/{name}.md"
+    assert page.startswith(f"# {name}\n")
+    assert f"fbnops.raw_ops.{name}(" in page
+    nav = (ROOT / "mkdocs.yml").read_text()
+    assert f"ops/{name}.md" in nav, f"mkdocs.yml's nav does not list ops/{name}.md"
