@@ -411,7 +411,7 @@ def _run_java(op_type, built):
     runner = java.Session(g).runner()
     for o in outs:
         runner.fetch(o)
-    return dict(zip(spec.output_names, runner.run(), strict=True))
+    return dict(zip(spec.output_names, (t for _, t in runner.run()), strict=True))  # Result: (name, Tensor)
 
 
 def _run_cc(op_type, built):
@@ -427,7 +427,11 @@ def _run_cc(op_type, built):
     attrs = cls.Attrs()
     for k, v in built.attrs.items():
         attrs = getattr(attrs, pascal(k))(v)
-    op = cls(root, *[built.inputs[n] for n in spec.input_names], attrs)
+    # arrays become Consts named after their argument, so NodeDef-form errors name it (as Java's withName)
+    args = [built.inputs[n] for n in spec.input_names]
+    literal = (np.ndarray, list, tuple, float, int)
+    args = [cc.ops.Const(root.WithOpName(n), v) if isinstance(v, literal) else v for n, v in zip(spec.input_names, args)]
+    op = cls(root, *args, attrs)
     outputs: list = []
     status = cc.ClientSession(root).Run([getattr(op, n) for n in spec.output_names], outputs)
     if not status.ok():

@@ -157,7 +157,8 @@ def AsNodeOut(scope: Scope, inp, name: str = "input") -> _CoreOutput | None:  # 
         return None
     init = inp if isinstance(inp, Initializer) else Initializer(inp)
     if not init.status.ok():
-        scope.UpdateStatus(init.status)
+        nested = isinstance(inp, (list, tuple, Initializer))  # TF's own initializer-list messages
+        scope.UpdateStatus(init.status if nested else _bad(f"Input '{name}': {init.status.message()}"))
         return None
     from .ops_support import Const  # single-output helper ops live beside the generated ones
 

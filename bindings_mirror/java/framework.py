@@ -481,7 +481,10 @@ class Constant(RawOp, Operand):
 
     @staticmethod
     def create(scope: Scope, value) -> Constant:
-        value = np.asarray(as_tensor(value))
+        try:
+            value = np.asarray(as_tensor(value))
+        except IllegalArgumentException as e:
+            raise IllegalArgumentException(f"Constant '{scope.makeOpName('Const')}': {e}") from None
         builder = scope.opBuilder("Const", "Const").setAttr("value", value).setAttr("dtype", value.dtype)
         return Constant(builder.build())
 

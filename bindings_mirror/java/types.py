@@ -28,6 +28,9 @@ __all__ = [
     "TInt32",
     "TInt64",
     "TBool",
+    "TUint8",
+    "TInt8",
+    "TInt16",
     "Optional",
     "tensor_class",
 ]
@@ -114,7 +117,7 @@ class Tensor:
     NUMPY: np.dtype = np.dtype(np.float32)
 
     def __init__(self, array: np.ndarray):
-        self._array: np.ndarray | None = np.ascontiguousarray(array, dtype=self.NUMPY)
+        self._array: np.ndarray | None = np.asarray(array, dtype=self.NUMPY)  # no copy: sizes are checked later
 
     @classmethod
     def _of(cls, value) -> Tensor:
@@ -229,14 +232,19 @@ TBfloat16 = _tensor_type("TBfloat16", DataType.DT_BFLOAT16, ml_dtypes.bfloat16)
 TInt32 = _tensor_type("TInt32", DataType.DT_INT32, np.int32)
 TInt64 = _tensor_type("TInt64", DataType.DT_INT64, np.int64)
 TBool = _tensor_type("TBool", DataType.DT_BOOL, np.bool_)
+TUint8 = _tensor_type("TUint8", DataType.DT_UINT8, np.uint8)
+TInt8 = _tensor_type("TInt8", DataType.DT_INT8, np.int8)
+TInt16 = _tensor_type("TInt16", DataType.DT_INT16, np.int16)
 
-_BY_NUMPY = {cls.NUMPY: cls for cls in (TFloat32, TFloat64, TFloat16, TBfloat16, TInt32, TInt64, TBool)}
+_BY_NUMPY = {
+    cls.NUMPY: cls for cls in (TFloat32, TFloat64, TFloat16, TBfloat16, TInt32, TInt64, TBool, TUint8, TInt8, TInt16)
+}
 
 
 def tensor_class(dtype: np.dtype) -> type[Tensor]:
     """The tensor class for a NumPy dtype (``TensorTypeRegistry.find``)."""
     try:
-        return _BY_NUMPY[np.dtype(dtype)]
+        return _BY_NUMPY[np.dtype(dtype).newbyteorder("=")]
     except KeyError:
         raise IllegalArgumentException(f"no tensor type is registered for {np.dtype(dtype)}") from None
 
@@ -246,7 +254,7 @@ def as_tensor(value) -> Tensor:
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (np.ndarray, np.generic)):
-        return tensor_class(value.dtype)(value)
+        return tensor_class(value.dtype)(value.astype(value.dtype.newbyteorder("="), copy=False))
     raise IllegalArgumentException(f"expected a Tensor, got {type(value).__name__}")
 
 
