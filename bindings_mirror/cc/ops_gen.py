@@ -8,7 +8,418 @@ import copy
 from .framework import AsNodeOut, NodeBuilder, Operation, Output, Scope
 from .framework import attr_value, check_attrs
 
-__all__ = ['FusedBatchNormGradV3', 'FusedBatchNormV3']
+__all__ = ['FusedBatchNorm', 'FusedBatchNormGrad', 'FusedBatchNormGradV2', 'FusedBatchNormGradV3', 'FusedBatchNormV2', 'FusedBatchNormV3']
+
+
+class FusedBatchNorm:
+    """Batch normalization.
+
+    Note that the size of 4D Tensors are defined by either "NHWC" or "NCHW". The size of 1D Tensors
+    matches the dimension C of the 4D Tensors.
+
+    Args:
+    * scope: A Scope object
+    * x: A 4D Tensor for input data.
+    * scale: A 1D Tensor for scaling factor, to scale the normalized x.
+    * offset: A 1D Tensor for offset, to shift to the normalized x.
+    * mean: A 1D Tensor for population mean. Used for inference only; must be empty for training.
+    * variance: A 1D Tensor for population variance. Used for inference only; must be empty for
+      training.
+
+    Optional attributes (see ``Attrs``):
+    * epsilon: A small float number added to the variance of x.
+    * exponential_avg_factor: Factor used to blend the batch statistics into the running mean and
+      variance (1.0 replaces them).
+    * data_format: The data format for x and y. Either "NHWC" (default) or "NCHW".
+    * is_training: A bool value to indicate the operation is for training (default) or inference.
+
+    Returns:
+    * ``Output`` y: A 4D Tensor for output data.
+    * ``Output`` batch_mean: A 1D Tensor for the computed batch mean, to be used by TensorFlow to
+      compute the running mean.
+    * ``Output`` batch_variance: A 1D Tensor for the computed batch variance, to be used by
+      TensorFlow to compute the running variance.
+    * ``Output`` reserve_space_1: A 1D Tensor for the computed batch mean, to be reused in the
+      gradient computation.
+    * ``Output`` reserve_space_2: A 1D Tensor for the computed batch variance (inverted variance in
+      the cuDNN case), to be reused in the gradient computation.
+    """
+
+    class Attrs:
+        """Optional attribute setters for FusedBatchNorm."""
+
+        def __init__(self):
+            self.epsilon_ = 0.0001
+            self.exponential_avg_factor_ = 1.0
+            self.data_format_ = 'NHWC'
+            self.is_training_ = True
+
+        def Epsilon(self, x: float) -> FusedBatchNorm.Attrs:
+            """A small float number added to the variance of x.
+
+            Defaults to 0.0001
+            """
+            ret = copy.copy(self)
+            ret.epsilon_ = attr_value(x, "float")
+            return ret
+
+        def ExponentialAvgFactor(self, x: float) -> FusedBatchNorm.Attrs:
+            """Factor used to blend the batch statistics into the running mean and variance (1.0
+            replaces them).
+
+            Defaults to 1.0
+            """
+            ret = copy.copy(self)
+            ret.exponential_avg_factor_ = attr_value(x, "float")
+            return ret
+
+        def DataFormat(self, x: str) -> FusedBatchNorm.Attrs:
+            """The data format for x and y. Either "NHWC" (default) or "NCHW".
+
+            Defaults to 'NHWC'
+            """
+            ret = copy.copy(self)
+            ret.data_format_ = attr_value(x, "string")
+            return ret
+
+        def IsTraining(self, x: bool) -> FusedBatchNorm.Attrs:
+            """A bool value to indicate the operation is for training (default) or inference.
+
+            Defaults to True
+            """
+            ret = copy.copy(self)
+            ret.is_training_ = attr_value(x, "bool")
+            return ret
+
+    def __init__(self, scope: Scope, x, scale, offset, mean, variance, attrs: FusedBatchNorm.Attrs | None = None):
+        self.operation = Operation()
+        self.y = Output()
+        self.batch_mean = Output()
+        self.batch_variance = Output()
+        self.reserve_space_1 = Output()
+        self.reserve_space_2 = Output()
+        if not scope.ok():
+            return
+        attrs = check_attrs(scope, attrs, FusedBatchNorm.Attrs)
+        if attrs is None:
+            return
+        _x = AsNodeOut(scope, x, "x")
+        if not scope.ok():
+            return
+        _scale = AsNodeOut(scope, scale, "scale")
+        if not scope.ok():
+            return
+        _offset = AsNodeOut(scope, offset, "offset")
+        if not scope.ok():
+            return
+        _mean = AsNodeOut(scope, mean, "mean")
+        if not scope.ok():
+            return
+        _variance = AsNodeOut(scope, variance, "variance")
+        if not scope.ok():
+            return
+        ret: list = []
+        unique_name = scope.GetUniqueNameForOp("FusedBatchNorm")
+        builder = (NodeBuilder(unique_name, "FusedBatchNorm")
+                   .Input(_x)
+                   .Input(_scale)
+                   .Input(_offset)
+                   .Input(_mean)
+                   .Input(_variance)
+                   .Attr("epsilon", attrs.epsilon_)
+                   .Attr("exponential_avg_factor", attrs.exponential_avg_factor_)
+                   .Attr("data_format", attrs.data_format_)
+                   .Attr("is_training", attrs.is_training_)
+                   )
+        scope.UpdateBuilder(builder)
+        scope.UpdateStatus(builder.Finalize(scope.graph(), ret))
+        if not scope.ok():
+            return
+        scope.UpdateStatus(scope.DoShapeInference(ret[0]))
+        self.operation = Operation(ret[0])
+        self.y = Output(self.operation, 0)
+        self.batch_mean = Output(self.operation, 1)
+        self.batch_variance = Output(self.operation, 2)
+        self.reserve_space_1 = Output(self.operation, 3)
+        self.reserve_space_2 = Output(self.operation, 4)
+
+    @staticmethod
+    def Epsilon(x: float) -> FusedBatchNorm.Attrs:
+        return FusedBatchNorm.Attrs().Epsilon(x)
+
+    @staticmethod
+    def ExponentialAvgFactor(x: float) -> FusedBatchNorm.Attrs:
+        return FusedBatchNorm.Attrs().ExponentialAvgFactor(x)
+
+    @staticmethod
+    def DataFormat(x: str) -> FusedBatchNorm.Attrs:
+        return FusedBatchNorm.Attrs().DataFormat(x)
+
+    @staticmethod
+    def IsTraining(x: bool) -> FusedBatchNorm.Attrs:
+        return FusedBatchNorm.Attrs().IsTraining(x)
+
+
+class FusedBatchNormGrad:
+    """Gradient for batch normalization.
+
+    Note that the size of 4D Tensors are defined by either "NHWC" or "NCHW". The size of 1D Tensors
+    matches the dimension C of the 4D Tensors.
+
+    Args:
+    * scope: A Scope object
+    * y_backprop: A 4D Tensor for the gradient with respect to y.
+    * x: A 4D Tensor for input data.
+    * scale: A 1D Tensor for scaling factor, to scale the normalized x.
+    * reserve_space_1: When is_training is True, a 1D Tensor for the computed batch mean to be
+      reused in gradient computation. When is_training is False, a 1D Tensor for the population mean
+      to be reused in both 1st and 2nd order gradient computation.
+    * reserve_space_2: When is_training is True, a 1D Tensor for the computed batch variance
+      (inverted variance in the cuDNN case) to be reused in gradient computation. When is_training
+      is False, a 1D Tensor for the population variance to be reused in both 1st and 2nd order
+      gradient computation.
+
+    Optional attributes (see ``Attrs``):
+    * epsilon: A small float number added to the variance of x.
+    * data_format: The data format for y_backprop, x, x_backprop. Either "NHWC" (default) or "NCHW".
+    * is_training: A bool value to indicate the operation is for training (default) or inference.
+
+    Returns:
+    * ``Output`` x_backprop: A 4D Tensor for the gradient with respect to x.
+    * ``Output`` scale_backprop: A 1D Tensor for the gradient with respect to scale.
+    * ``Output`` offset_backprop: A 1D Tensor for the gradient with respect to offset.
+    * ``Output`` reserve_space_3: Unused placeholder to match the mean input in FusedBatchNorm.
+    * ``Output`` reserve_space_4: Unused placeholder to match the variance input in FusedBatchNorm.
+    """
+
+    class Attrs:
+        """Optional attribute setters for FusedBatchNormGrad."""
+
+        def __init__(self):
+            self.epsilon_ = 0.0001
+            self.data_format_ = 'NHWC'
+            self.is_training_ = True
+
+        def Epsilon(self, x: float) -> FusedBatchNormGrad.Attrs:
+            """A small float number added to the variance of x.
+
+            Defaults to 0.0001
+            """
+            ret = copy.copy(self)
+            ret.epsilon_ = attr_value(x, "float")
+            return ret
+
+        def DataFormat(self, x: str) -> FusedBatchNormGrad.Attrs:
+            """The data format for y_backprop, x, x_backprop. Either "NHWC" (default) or "NCHW".
+
+            Defaults to 'NHWC'
+            """
+            ret = copy.copy(self)
+            ret.data_format_ = attr_value(x, "string")
+            return ret
+
+        def IsTraining(self, x: bool) -> FusedBatchNormGrad.Attrs:
+            """A bool value to indicate the operation is for training (default) or inference.
+
+            Defaults to True
+            """
+            ret = copy.copy(self)
+            ret.is_training_ = attr_value(x, "bool")
+            return ret
+
+    def __init__(self, scope: Scope, y_backprop, x, scale, reserve_space_1, reserve_space_2, attrs: FusedBatchNormGrad.Attrs | None = None):
+        self.operation = Operation()
+        self.x_backprop = Output()
+        self.scale_backprop = Output()
+        self.offset_backprop = Output()
+        self.reserve_space_3 = Output()
+        self.reserve_space_4 = Output()
+        if not scope.ok():
+            return
+        attrs = check_attrs(scope, attrs, FusedBatchNormGrad.Attrs)
+        if attrs is None:
+            return
+        _y_backprop = AsNodeOut(scope, y_backprop, "y_backprop")
+        if not scope.ok():
+            return
+        _x = AsNodeOut(scope, x, "x")
+        if not scope.ok():
+            return
+        _scale = AsNodeOut(scope, scale, "scale")
+        if not scope.ok():
+            return
+        _reserve_space_1 = AsNodeOut(scope, reserve_space_1, "reserve_space_1")
+        if not scope.ok():
+            return
+        _reserve_space_2 = AsNodeOut(scope, reserve_space_2, "reserve_space_2")
+        if not scope.ok():
+            return
+        ret: list = []
+        unique_name = scope.GetUniqueNameForOp("FusedBatchNormGrad")
+        builder = (NodeBuilder(unique_name, "FusedBatchNormGrad")
+                   .Input(_y_backprop)
+                   .Input(_x)
+                   .Input(_scale)
+                   .Input(_reserve_space_1)
+                   .Input(_reserve_space_2)
+                   .Attr("epsilon", attrs.epsilon_)
+                   .Attr("data_format", attrs.data_format_)
+                   .Attr("is_training", attrs.is_training_)
+                   )
+        scope.UpdateBuilder(builder)
+        scope.UpdateStatus(builder.Finalize(scope.graph(), ret))
+        if not scope.ok():
+            return
+        scope.UpdateStatus(scope.DoShapeInference(ret[0]))
+        self.operation = Operation(ret[0])
+        self.x_backprop = Output(self.operation, 0)
+        self.scale_backprop = Output(self.operation, 1)
+        self.offset_backprop = Output(self.operation, 2)
+        self.reserve_space_3 = Output(self.operation, 3)
+        self.reserve_space_4 = Output(self.operation, 4)
+
+    @staticmethod
+    def Epsilon(x: float) -> FusedBatchNormGrad.Attrs:
+        return FusedBatchNormGrad.Attrs().Epsilon(x)
+
+    @staticmethod
+    def DataFormat(x: str) -> FusedBatchNormGrad.Attrs:
+        return FusedBatchNormGrad.Attrs().DataFormat(x)
+
+    @staticmethod
+    def IsTraining(x: bool) -> FusedBatchNormGrad.Attrs:
+        return FusedBatchNormGrad.Attrs().IsTraining(x)
+
+
+class FusedBatchNormGradV2:
+    """Gradient for batch normalization.
+
+    Note that the size of 4D Tensors are defined by either "NHWC" or "NCHW". The size of 1D Tensors
+    matches the dimension C of the 4D Tensors.
+
+    Args:
+    * scope: A Scope object
+    * y_backprop: A 4D Tensor for the gradient with respect to y.
+    * x: A 4D Tensor for input data.
+    * scale: A 1D Tensor for scaling factor, to scale the normalized x.
+    * reserve_space_1: When is_training is True, a 1D Tensor for the computed batch mean to be
+      reused in gradient computation. When is_training is False, a 1D Tensor for the population mean
+      to be reused in both 1st and 2nd order gradient computation.
+    * reserve_space_2: When is_training is True, a 1D Tensor for the computed batch variance
+      (inverted variance in the cuDNN case) to be reused in gradient computation. When is_training
+      is False, a 1D Tensor for the population variance to be reused in both 1st and 2nd order
+      gradient computation.
+
+    Optional attributes (see ``Attrs``):
+    * epsilon: A small float number added to the variance of x.
+    * data_format: The data format for y_backprop, x, x_backprop. Either "NHWC" (default) or "NCHW".
+    * is_training: A bool value to indicate the operation is for training (default) or inference.
+
+    Returns:
+    * ``Output`` x_backprop: A 4D Tensor for the gradient with respect to x.
+    * ``Output`` scale_backprop: A 1D Tensor for the gradient with respect to scale.
+    * ``Output`` offset_backprop: A 1D Tensor for the gradient with respect to offset.
+    * ``Output`` reserve_space_3: Unused placeholder to match the mean input in FusedBatchNorm.
+    * ``Output`` reserve_space_4: Unused placeholder to match the variance input in FusedBatchNorm.
+    """
+
+    class Attrs:
+        """Optional attribute setters for FusedBatchNormGradV2."""
+
+        def __init__(self):
+            self.epsilon_ = 0.0001
+            self.data_format_ = 'NHWC'
+            self.is_training_ = True
+
+        def Epsilon(self, x: float) -> FusedBatchNormGradV2.Attrs:
+            """A small float number added to the variance of x.
+
+            Defaults to 0.0001
+            """
+            ret = copy.copy(self)
+            ret.epsilon_ = attr_value(x, "float")
+            return ret
+
+        def DataFormat(self, x: str) -> FusedBatchNormGradV2.Attrs:
+            """The data format for y_backprop, x, x_backprop. Either "NHWC" (default) or "NCHW".
+
+            Defaults to 'NHWC'
+            """
+            ret = copy.copy(self)
+            ret.data_format_ = attr_value(x, "string")
+            return ret
+
+        def IsTraining(self, x: bool) -> FusedBatchNormGradV2.Attrs:
+            """A bool value to indicate the operation is for training (default) or inference.
+
+            Defaults to True
+            """
+            ret = copy.copy(self)
+            ret.is_training_ = attr_value(x, "bool")
+            return ret
+
+    def __init__(self, scope: Scope, y_backprop, x, scale, reserve_space_1, reserve_space_2, attrs: FusedBatchNormGradV2.Attrs | None = None):
+        self.operation = Operation()
+        self.x_backprop = Output()
+        self.scale_backprop = Output()
+        self.offset_backprop = Output()
+        self.reserve_space_3 = Output()
+        self.reserve_space_4 = Output()
+        if not scope.ok():
+            return
+        attrs = check_attrs(scope, attrs, FusedBatchNormGradV2.Attrs)
+        if attrs is None:
+            return
+        _y_backprop = AsNodeOut(scope, y_backprop, "y_backprop")
+        if not scope.ok():
+            return
+        _x = AsNodeOut(scope, x, "x")
+        if not scope.ok():
+            return
+        _scale = AsNodeOut(scope, scale, "scale")
+        if not scope.ok():
+            return
+        _reserve_space_1 = AsNodeOut(scope, reserve_space_1, "reserve_space_1")
+        if not scope.ok():
+            return
+        _reserve_space_2 = AsNodeOut(scope, reserve_space_2, "reserve_space_2")
+        if not scope.ok():
+            return
+        ret: list = []
+        unique_name = scope.GetUniqueNameForOp("FusedBatchNormGradV2")
+        builder = (NodeBuilder(unique_name, "FusedBatchNormGradV2")
+                   .Input(_y_backprop)
+                   .Input(_x)
+                   .Input(_scale)
+                   .Input(_reserve_space_1)
+                   .Input(_reserve_space_2)
+                   .Attr("epsilon", attrs.epsilon_)
+                   .Attr("data_format", attrs.data_format_)
+                   .Attr("is_training", attrs.is_training_)
+                   )
+        scope.UpdateBuilder(builder)
+        scope.UpdateStatus(builder.Finalize(scope.graph(), ret))
+        if not scope.ok():
+            return
+        scope.UpdateStatus(scope.DoShapeInference(ret[0]))
+        self.operation = Operation(ret[0])
+        self.x_backprop = Output(self.operation, 0)
+        self.scale_backprop = Output(self.operation, 1)
+        self.offset_backprop = Output(self.operation, 2)
+        self.reserve_space_3 = Output(self.operation, 3)
+        self.reserve_space_4 = Output(self.operation, 4)
+
+    @staticmethod
+    def Epsilon(x: float) -> FusedBatchNormGradV2.Attrs:
+        return FusedBatchNormGradV2.Attrs().Epsilon(x)
+
+    @staticmethod
+    def DataFormat(x: str) -> FusedBatchNormGradV2.Attrs:
+        return FusedBatchNormGradV2.Attrs().DataFormat(x)
+
+    @staticmethod
+    def IsTraining(x: bool) -> FusedBatchNormGradV2.Attrs:
+        return FusedBatchNormGradV2.Attrs().IsTraining(x)
 
 
 class FusedBatchNormGradV3:
@@ -147,6 +558,155 @@ class FusedBatchNormGradV3:
     @staticmethod
     def IsTraining(x: bool) -> FusedBatchNormGradV3.Attrs:
         return FusedBatchNormGradV3.Attrs().IsTraining(x)
+
+
+class FusedBatchNormV2:
+    """Batch normalization.
+
+    Note that the size of 4D Tensors are defined by either "NHWC" or "NCHW". The size of 1D Tensors
+    matches the dimension C of the 4D Tensors.
+
+    Args:
+    * scope: A Scope object
+    * x: A 4D Tensor for input data.
+    * scale: A 1D Tensor for scaling factor, to scale the normalized x.
+    * offset: A 1D Tensor for offset, to shift to the normalized x.
+    * mean: A 1D Tensor for population mean. Used for inference only; must be empty for training.
+    * variance: A 1D Tensor for population variance. Used for inference only; must be empty for
+      training.
+
+    Optional attributes (see ``Attrs``):
+    * epsilon: A small float number added to the variance of x.
+    * exponential_avg_factor: Factor used to blend the batch statistics into the running mean and
+      variance (1.0 replaces them).
+    * data_format: The data format for x and y. Either "NHWC" (default) or "NCHW".
+    * is_training: A bool value to indicate the operation is for training (default) or inference.
+
+    Returns:
+    * ``Output`` y: A 4D Tensor for output data.
+    * ``Output`` batch_mean: A 1D Tensor for the computed batch mean, to be used by TensorFlow to
+      compute the running mean.
+    * ``Output`` batch_variance: A 1D Tensor for the computed batch variance, to be used by
+      TensorFlow to compute the running variance.
+    * ``Output`` reserve_space_1: A 1D Tensor for the computed batch mean, to be reused in the
+      gradient computation.
+    * ``Output`` reserve_space_2: A 1D Tensor for the computed batch variance (inverted variance in
+      the cuDNN case), to be reused in the gradient computation.
+    """
+
+    class Attrs:
+        """Optional attribute setters for FusedBatchNormV2."""
+
+        def __init__(self):
+            self.epsilon_ = 0.0001
+            self.exponential_avg_factor_ = 1.0
+            self.data_format_ = 'NHWC'
+            self.is_training_ = True
+
+        def Epsilon(self, x: float) -> FusedBatchNormV2.Attrs:
+            """A small float number added to the variance of x.
+
+            Defaults to 0.0001
+            """
+            ret = copy.copy(self)
+            ret.epsilon_ = attr_value(x, "float")
+            return ret
+
+        def ExponentialAvgFactor(self, x: float) -> FusedBatchNormV2.Attrs:
+            """Factor used to blend the batch statistics into the running mean and variance (1.0
+            replaces them).
+
+            Defaults to 1.0
+            """
+            ret = copy.copy(self)
+            ret.exponential_avg_factor_ = attr_value(x, "float")
+            return ret
+
+        def DataFormat(self, x: str) -> FusedBatchNormV2.Attrs:
+            """The data format for x and y. Either "NHWC" (default) or "NCHW".
+
+            Defaults to 'NHWC'
+            """
+            ret = copy.copy(self)
+            ret.data_format_ = attr_value(x, "string")
+            return ret
+
+        def IsTraining(self, x: bool) -> FusedBatchNormV2.Attrs:
+            """A bool value to indicate the operation is for training (default) or inference.
+
+            Defaults to True
+            """
+            ret = copy.copy(self)
+            ret.is_training_ = attr_value(x, "bool")
+            return ret
+
+    def __init__(self, scope: Scope, x, scale, offset, mean, variance, attrs: FusedBatchNormV2.Attrs | None = None):
+        self.operation = Operation()
+        self.y = Output()
+        self.batch_mean = Output()
+        self.batch_variance = Output()
+        self.reserve_space_1 = Output()
+        self.reserve_space_2 = Output()
+        if not scope.ok():
+            return
+        attrs = check_attrs(scope, attrs, FusedBatchNormV2.Attrs)
+        if attrs is None:
+            return
+        _x = AsNodeOut(scope, x, "x")
+        if not scope.ok():
+            return
+        _scale = AsNodeOut(scope, scale, "scale")
+        if not scope.ok():
+            return
+        _offset = AsNodeOut(scope, offset, "offset")
+        if not scope.ok():
+            return
+        _mean = AsNodeOut(scope, mean, "mean")
+        if not scope.ok():
+            return
+        _variance = AsNodeOut(scope, variance, "variance")
+        if not scope.ok():
+            return
+        ret: list = []
+        unique_name = scope.GetUniqueNameForOp("FusedBatchNormV2")
+        builder = (NodeBuilder(unique_name, "FusedBatchNormV2")
+                   .Input(_x)
+                   .Input(_scale)
+                   .Input(_offset)
+                   .Input(_mean)
+                   .Input(_variance)
+                   .Attr("epsilon", attrs.epsilon_)
+                   .Attr("exponential_avg_factor", attrs.exponential_avg_factor_)
+                   .Attr("data_format", attrs.data_format_)
+                   .Attr("is_training", attrs.is_training_)
+                   )
+        scope.UpdateBuilder(builder)
+        scope.UpdateStatus(builder.Finalize(scope.graph(), ret))
+        if not scope.ok():
+            return
+        scope.UpdateStatus(scope.DoShapeInference(ret[0]))
+        self.operation = Operation(ret[0])
+        self.y = Output(self.operation, 0)
+        self.batch_mean = Output(self.operation, 1)
+        self.batch_variance = Output(self.operation, 2)
+        self.reserve_space_1 = Output(self.operation, 3)
+        self.reserve_space_2 = Output(self.operation, 4)
+
+    @staticmethod
+    def Epsilon(x: float) -> FusedBatchNormV2.Attrs:
+        return FusedBatchNormV2.Attrs().Epsilon(x)
+
+    @staticmethod
+    def ExponentialAvgFactor(x: float) -> FusedBatchNormV2.Attrs:
+        return FusedBatchNormV2.Attrs().ExponentialAvgFactor(x)
+
+    @staticmethod
+    def DataFormat(x: str) -> FusedBatchNormV2.Attrs:
+        return FusedBatchNormV2.Attrs().DataFormat(x)
+
+    @staticmethod
+    def IsTraining(x: bool) -> FusedBatchNormV2.Attrs:
+        return FusedBatchNormV2.Attrs().IsTraining(x)
 
 
 class FusedBatchNormV3:

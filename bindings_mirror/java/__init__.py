@@ -9,10 +9,12 @@ with Graph() as g:
         y = np.asarray(result.get(0))
 """
 
+from .core_ops import Constant, Placeholder
 from .exceptions import *  # noqa: F403
 from .exceptions import __all__ as _exceptions_all
 from .framework import *  # noqa: F403
 from .framework import __all__ as _framework_all
+from .graph import EagerSession, ExecutionEnvironment, Graph
 from .ops import Ops
 from .ops_gen import *  # noqa: F403
 from .ops_gen import __all__ as _ops_all
@@ -20,4 +22,5 @@ from .session import Result, Session
 from .types import *  # noqa: F403
 from .types import __all__ as _types_all
 
-__all__ = [*_exceptions_all, *_types_all, *_framework_all, "Session", "Result", *_ops_all, "Ops"]
+__all__ = [*_exceptions_all, *_types_all, *_framework_all, "ExecutionEnvironment", "Graph", "EagerSession"]
+__all__ += ["Constant", "Placeholder", "Session", "Result", *_ops_all, "Ops"]

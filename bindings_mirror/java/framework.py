@@ -1,10 +1,10 @@
 """The TensorFlow Java graph pieces the generated op classes use.
 
-``Op``/``Operand``/``Output``, ``Operation``, ``RawOp``, ``OperationBuilder``,
-``Scope``, ``Graph`` and ``EagerSession``, and the single-output ops ``Constant``
-and ``Placeholder``.  As in tensorflow/java, a multi-output op is only an ``Op``
-(``RawOp implements Op``): it is not an ``Operand`` and cannot be an input.
-Java's error model: every failure is an exception (``exceptions.py``).
+``Op``/``Operand``/``Output``, ``Operation``, ``RawOp``, ``OperationBuilder`` and ``Scope``
+(environments are in ``graph.py``; ``Constant`` and ``Placeholder`` in ``core_ops.py``).
+As in tensorflow/java, a multi-output op is only an ``Op`` (``RawOp implements Op``): it
+is not an ``Operand`` and cannot be an input.  Java's error model: every failure is an
+exception (``exceptions.py``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from typing import Any
 import numpy as np
 
 from fbnops.framework import errors as _errors
-from fbnops.framework.graph import Graph as _CoreGraph
 from fbnops.framework.graph import Output as _CoreOutput
-from fbnops.framework.scope import EagerContext
 from fbnops.framework.scope import Scope as _CoreScope
 
 from ..cc.nodedef import add_node
@@ -29,7 +27,7 @@ from .exceptions import (
     TFOutOfRangeException,
     java_exception,
 )
-from .types import DataType, Shape, Tensor, as_tensor, tensor_class
+from .types import DataType, Shape, Tensor, tensor_class
 
 __all__ = [
     "Op",
@@ -39,11 +37,11 @@ __all__ = [
     "RawOp",
     "OperationBuilder",
     "Scope",
-    "ExecutionEnvironment",
-    "Graph",
-    "EagerSession",
-    "Constant",
-    "Placeholder",
+    "OPTIONS_TOKEN",
+    "as_input",
+    "check_options",
+    "check_private",
+    "option_value",
 ]
 
 
@@ -53,7 +51,7 @@ class Op:
     def op(self) -> Operation:
         raise NotImplementedError
 
-    def env(self) -> ExecutionEnvironment:
+    def env(self):
         return self.op().env()
 
 
@@ -124,7 +122,7 @@ class Output(Operand):
     def asTensor(self) -> Tensor:
         """The value (eager execution only)."""
         env = self._operation.env()
-        if not isinstance(env, EagerSession):
+        if not env.isEager():
             raise IllegalStateException("Graph tensors must be fetched by running a session")
         if env._core_env.closed:
             raise IllegalStateException("Eager session has been closed")
@@ -143,11 +141,11 @@ class Output(Operand):
 class Operation:
     """org.tensorflow.Operation (GraphOperation / EagerOperation)."""
 
-    def __init__(self, env: ExecutionEnvironment, core):
+    def __init__(self, env, core):
         self._env = env
         self._core = core
 
-    def env(self) -> ExecutionEnvironment:
+    def env(self):
         return self._env
 
     def name(self) -> str:
@@ -311,7 +309,7 @@ class Scope:
     """org.tensorflow.op.Scope: names (``makeOpName``, ``withSubScope``, ``withName``), control
     dependencies, device, and (fbnops) ``withKernelLabel`` for the backend that runs the ops."""
 
-    def __init__(self, env: ExecutionEnvironment, _core=None, _op_name: str | None = None):
+    def __init__(self, env, _core=None, _op_name: str | None = None):
         self._env = env
         self._core = _core if _core is not None else _CoreScope(env._core_env)
         self._op_name = _op_name
@@ -319,7 +317,7 @@ class Scope:
     def _with(self, core=None, op_name: str | None = None) -> Scope:
         return Scope(self._env, core if core is not None else self._core, op_name)
 
-    def env(self) -> ExecutionEnvironment:
+    def env(self):
         return self._env
 
     def withSubScope(self, childScopeName: str) -> Scope:
@@ -360,177 +358,3 @@ class Scope:
 
     def isInit(self) -> bool:
         return False
-
-
-class ExecutionEnvironment:
-    _core_env: Any
-
-    def baseScope(self) -> Scope:
-        return self._base
-
-    def isEager(self) -> bool:
-        return isinstance(self, EagerSession)
-
-    def isGraph(self) -> bool:
-        return isinstance(self, Graph)
-
-
-class Graph(ExecutionEnvironment):
-    """org.tensorflow.Graph: operations by name; ``output("op:1")`` parses tensor names as tf-java does."""
-
-    def __init__(self):
-        self._core_env = _CoreGraph()
-        self._base = Scope(self)
-
-    def operation(self, name: str) -> Operation | None:
-        op = self._core_env.operation(name)
-        return None if op is None else Operation(self, op)
-
-    def operationOrThrow(self, name: str) -> Operation:
-        op = self.operation(name)
-        if op is None:
-            raise IllegalArgumentException(f"No Operation named [{name}] in the Graph")
-        return op
-
-    def output(self, output: str) -> Output | None:
-        """``"op"`` or ``"op:"`` is output 0; ``"op:i"`` output i (not range-checked, as in tf-java)."""
-        colon = output.rfind(":")
-        if colon == -1 or colon == len(output) - 1:
-            op = self.operation(output)
-            return None if op is None else Output(op, 0)
-        index = _parse_java_int(output[colon + 1 :])
-        if index is None:
-            raise IllegalArgumentException(f'Could not get output for badly formatted output name: "{output}"')
-        op = self.operation(output[:colon])
-        return None if op is None else Output(op, index)
-
-    def outputOrThrow(self, output: str) -> Output:
-        out = self.output(output)
-        if out is None:
-            raise IllegalArgumentException(f"No Operation named [{output}] in the Graph")
-        return out
-
-    def operations(self):
-        return iter([Operation(self, op) for op in self._core_env.operations()])
-
-    def toGraphDef(self) -> str:
-        """The GraphDef, in protobuf text format."""
-        return self._core_env.to_pbtxt()
-
-    def importGraphDef(self, graphDef: str) -> None:
-        from fbnops.framework.graphdef import graph_from_pbtxt
-
-        try:
-            graph_from_pbtxt(graphDef, self._core_env)
-        except _errors.OpError as e:
-            raise java_exception(e) from None
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> Graph:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def _parse_java_int(text: str) -> int | None:
-    """``Integer.parseInt``: an optional sign and ASCII digits, within 32 bits; else None."""
-    if not re.fullmatch(r"[+-]?[0-9]+", text):
-        return None
-    value = int(text)
-    return value if -(2**31) <= value < 2**31 else None
-
-
-class EagerSession(ExecutionEnvironment):
-    """org.tensorflow.EagerSession: ops run as they are built; ``output.asTensor()`` reads them."""
-
-    def __init__(self):
-        self._core_env = EagerContext()
-        self._base = Scope(self)
-
-    @staticmethod
-    def create() -> EagerSession:
-        return EagerSession()
-
-    def close(self) -> None:
-        self._core_env.closed = True
-
-    def __enter__(self) -> EagerSession:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-class Constant(RawOp, Operand):
-    """org.tensorflow.op.core.Constant: ``Constant.create(scope, tensor)`` (an ndarray also works)."""
-
-    OP_NAME = "Const"
-
-    def __init__(self, operation: Operation):
-        super().__init__(operation, self.OP_NAME)
-        self._output = operation.output(0)
-
-    def asOutput(self) -> Output:
-        return self._output
-
-    def op(self) -> Operation:
-        return self._operation
-
-    @staticmethod
-    def create(scope: Scope, value) -> Constant:
-        try:
-            value = np.asarray(as_tensor(value))
-        except IllegalArgumentException as e:
-            raise IllegalArgumentException(f"Constant '{scope.makeOpName('Const')}': {e}") from None
-        builder = scope.opBuilder("Const", "Const").setAttr("value", value).setAttr("dtype", value.dtype)
-        return Constant(builder.build())
-
-
-class Placeholder(RawOp, Operand):
-    """org.tensorflow.op.core.Placeholder: ``Placeholder.create(scope, TFloat32, Placeholder.shape(...))``."""
-
-    OP_NAME = "Placeholder"
-
-    def __init__(self, operation: Operation):
-        super().__init__(operation, self.OP_NAME)
-        self._output = operation.output(0)
-
-    def asOutput(self) -> Output:
-        return self._output
-
-    def op(self) -> Operation:
-        return self._operation
-
-    class Options:
-        """Optional attributes for Placeholder (built by ``Placeholder.shape(...)``)."""
-
-        def __init__(self, _token=None):
-            check_private(_token, "Placeholder.Options")
-            self._shape = None
-
-        def shape(self, shape: Shape) -> Placeholder.Options:
-            if not isinstance(shape, Shape):
-                raise IllegalArgumentException(f"shape must be a Shape, got {type(shape).__name__}")
-            self._shape = shape
-            return self
-
-    @staticmethod
-    def shape(shape: Shape) -> Placeholder.Options:
-        return Placeholder.Options(OPTIONS_TOKEN).shape(shape)
-
-    @staticmethod
-    def create(scope: Scope, dtype: type[Tensor], *options: Placeholder.Options) -> Placeholder:
-        if not (isinstance(dtype, type) and issubclass(dtype, Tensor) and dtype is not Tensor):
-            raise IllegalArgumentException(f"dtype must be a tensor class such as TFloat32, got {dtype!r}")
-        builder = scope.opBuilder("Placeholder", "Placeholder").setAttr("dtype", dtype.NUMPY)
-        for o in options:
-            check_options(o, Placeholder.Options)
-            if o._shape is not None:
-                builder.setAttr("shape", o._shape.dims)
-        return Placeholder(builder.build())
-
-    def output(self) -> Output:
-        return self._output

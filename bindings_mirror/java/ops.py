@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .framework import Constant, EagerSession, ExecutionEnvironment, Placeholder, Scope
+from .core_ops import Constant, Placeholder
+from .framework import Scope
+from .graph import EagerSession, ExecutionEnvironment
 from .ops_gen import CoreOps, NnOps
 from .types import Tensor
 

@@ -6,7 +6,481 @@ from __future__ import annotations
 from .framework import OPTIONS_TOKEN, Operand, Operation, Output, RawOp, Scope, as_input
 from .framework import check_options, check_private, option_value
 
-__all__ = ['FusedBatchNormGradV3', 'FusedBatchNormV3', 'FusedBatchNormGrad', 'FusedBatchNorm', 'NnOps', 'CoreOps']
+__all__ = ['FusedBatchNorm', 'FusedBatchNormGrad', 'FusedBatchNormGradV2', 'FusedBatchNormGradV3', 'FusedBatchNormV2', 'FusedBatchNormV3', 'FusedBatchNormGrad', 'FusedBatchNorm', 'NnOps', 'CoreOps']
+
+
+class FusedBatchNorm(RawOp):
+    """Batch normalization.
+
+    Note that the size of 4D Tensors are defined by either "NHWC" or "NCHW". The size of 1D Tensors
+    matches the dimension C of the 4D Tensors.
+
+    Java: ``org.tensorflow.op.core.FusedBatchNorm`` (OP_NAME = "FusedBatchNorm").
+    """
+
+    OP_NAME = "FusedBatchNorm"
+
+    def __init__(self, operation: Operation):
+        super().__init__(operation, self.OP_NAME)
+        outputIdx = 0
+        self._y = operation.output(outputIdx)
+        outputIdx += 1
+        self._batchMean = operation.output(outputIdx)
+        outputIdx += 1
+        self._batchVariance = operation.output(outputIdx)
+        outputIdx += 1
+        self._reserveSpace1 = operation.output(outputIdx)
+        outputIdx += 1
+        self._reserveSpace2 = operation.output(outputIdx)
+        outputIdx += 1
+
+    @staticmethod
+    def create(scope: Scope, x: Operand, scale: Operand, offset: Operand, mean: Operand, variance: Operand, *options: FusedBatchNorm.Options) -> FusedBatchNorm:
+        """Factory method to create a class wrapping a new FusedBatchNorm operation.
+
+        Args:
+          scope: current scope
+          x: A 4D Tensor for input data.
+          scale: A 1D Tensor for scaling factor, to scale the normalized x.
+          offset: A 1D Tensor for offset, to shift to the normalized x.
+          mean: A 1D Tensor for population mean. Used for inference only; must be empty for
+            training.
+          variance: A 1D Tensor for population variance. Used for inference only; must be empty for
+            training.
+          options: carries optional attributes values
+
+        Returns:
+          a new instance of FusedBatchNorm
+        """
+        inputs = [as_input(x, 'x'), as_input(scale, 'scale'), as_input(offset, 'offset'), as_input(mean, 'mean'), as_input(variance, 'variance')]
+        opBuilder = scope.opBuilder(FusedBatchNorm.OP_NAME, "FusedBatchNorm")
+        for i in inputs:
+            opBuilder.addInput(i)
+        for opts in options:
+            check_options(opts, FusedBatchNorm.Options)
+            if opts._epsilon is not None:
+                opBuilder.setAttr("epsilon", opts._epsilon)
+            if opts._exponentialAvgFactor is not None:
+                opBuilder.setAttr("exponential_avg_factor", opts._exponentialAvgFactor)
+            if opts._dataFormat is not None:
+                opBuilder.setAttr("data_format", opts._dataFormat)
+            if opts._isTraining is not None:
+                opBuilder.setAttr("is_training", opts._isTraining)
+        return FusedBatchNorm(opBuilder.build())
+
+    @staticmethod
+    def epsilon(epsilon: float | None) -> FusedBatchNorm.Options:
+        """Sets the epsilon option.
+
+        Args:
+          epsilon: A small float number added to the variance of x.
+        """
+        return FusedBatchNorm.Options(OPTIONS_TOKEN).epsilon(epsilon)
+
+    @staticmethod
+    def exponentialAvgFactor(exponentialAvgFactor: float | None) -> FusedBatchNorm.Options:
+        """Sets the exponentialAvgFactor option.
+
+        Args:
+          exponentialAvgFactor: Factor used to blend the batch statistics into the running mean and
+            variance (1.0 replaces them).
+        """
+        return FusedBatchNorm.Options(OPTIONS_TOKEN).exponentialAvgFactor(exponentialAvgFactor)
+
+    @staticmethod
+    def dataFormat(dataFormat: str | None) -> FusedBatchNorm.Options:
+        """Sets the dataFormat option.
+
+        Args:
+          dataFormat: The data format for x and y. Either "NHWC" (default) or "NCHW".
+        """
+        return FusedBatchNorm.Options(OPTIONS_TOKEN).dataFormat(dataFormat)
+
+    @staticmethod
+    def isTraining(isTraining: bool | None) -> FusedBatchNorm.Options:
+        """Sets the isTraining option.
+
+        Args:
+          isTraining: A bool value to indicate the operation is for training (default) or inference.
+        """
+        return FusedBatchNorm.Options(OPTIONS_TOKEN).isTraining(isTraining)
+
+    def y(self) -> Output:
+        """A 4D Tensor for output data.
+        """
+        return self._y
+
+    def batchMean(self) -> Output:
+        """A 1D Tensor for the computed batch mean, to be used by TensorFlow to compute the running mean.
+        """
+        return self._batchMean
+
+    def batchVariance(self) -> Output:
+        """A 1D Tensor for the computed batch variance, to be used by TensorFlow to compute the running variance.
+        """
+        return self._batchVariance
+
+    def reserveSpace1(self) -> Output:
+        """A 1D Tensor for the computed batch mean, to be reused in the gradient computation.
+        """
+        return self._reserveSpace1
+
+    def reserveSpace2(self) -> Output:
+        """A 1D Tensor for the computed batch variance (inverted variance in the cuDNN case), to be reused in the gradient computation.
+        """
+        return self._reserveSpace2
+
+    class Options:
+        """Optional attributes for FusedBatchNorm (private constructor: use the static setters)."""
+
+        def __init__(self, _token=None):
+            check_private(_token, "FusedBatchNorm.Options")
+            self._epsilon = None
+            self._exponentialAvgFactor = None
+            self._dataFormat = None
+            self._isTraining = None
+
+        def epsilon(self, epsilon: float | None) -> FusedBatchNorm.Options:
+            """Sets the epsilon option.
+
+            Args:
+              epsilon: A small float number added to the variance of x.
+            """
+            self._epsilon = option_value(epsilon, "Float", "epsilon")
+            return self
+
+        def exponentialAvgFactor(self, exponentialAvgFactor: float | None) -> FusedBatchNorm.Options:
+            """Sets the exponentialAvgFactor option.
+
+            Args:
+              exponentialAvgFactor: Factor used to blend the batch statistics into the running mean
+                and variance (1.0 replaces them).
+            """
+            self._exponentialAvgFactor = option_value(exponentialAvgFactor, "Float", "exponentialAvgFactor")
+            return self
+
+        def dataFormat(self, dataFormat: str | None) -> FusedBatchNorm.Options:
+            """Sets the dataFormat option.
+
+            Args:
+              dataFormat: The data format for x and y. Either "NHWC" (default) or "NCHW".
+            """
+            self._dataFormat = option_value(dataFormat, "String", "dataFormat")
+            return self
+
+        def isTraining(self, isTraining: bool | None) -> FusedBatchNorm.Options:
+            """Sets the isTraining option.
+
+            Args:
+              isTraining: A bool value to indicate the operation is for training (default) or
+                inference.
+            """
+            self._isTraining = option_value(isTraining, "Boolean", "isTraining")
+            return self
+
+
+class FusedBatchNormGrad(RawOp):
+    """Gradient for batch normalization.
+
+    Note that the size of 4D Tensors are defined by either "NHWC" or "NCHW". The size of 1D Tensors
+    matches the dimension C of the 4D Tensors.
+
+    Java: ``org.tensorflow.op.core.FusedBatchNormGrad`` (OP_NAME = "FusedBatchNormGrad").
+    """
+
+    OP_NAME = "FusedBatchNormGrad"
+
+    def __init__(self, operation: Operation):
+        super().__init__(operation, self.OP_NAME)
+        outputIdx = 0
+        self._xBackprop = operation.output(outputIdx)
+        outputIdx += 1
+        self._scaleBackprop = operation.output(outputIdx)
+        outputIdx += 1
+        self._offsetBackprop = operation.output(outputIdx)
+        outputIdx += 1
+        self._reserveSpace3 = operation.output(outputIdx)
+        outputIdx += 1
+        self._reserveSpace4 = operation.output(outputIdx)
+        outputIdx += 1
+
+    @staticmethod
+    def create(scope: Scope, yBackprop: Operand, x: Operand, scale: Operand, reserveSpace1: Operand, reserveSpace2: Operand, *options: FusedBatchNormGrad.Options) -> FusedBatchNormGrad:
+        """Factory method to create a class wrapping a new FusedBatchNormGrad operation.
+
+        Args:
+          scope: current scope
+          yBackprop: A 4D Tensor for the gradient with respect to y.
+          x: A 4D Tensor for input data.
+          scale: A 1D Tensor for scaling factor, to scale the normalized x.
+          reserveSpace1: When is_training is True, a 1D Tensor for the computed batch mean to be
+            reused in gradient computation. When is_training is False, a 1D Tensor for the
+            population mean to be reused in both 1st and 2nd order gradient computation.
+          reserveSpace2: When is_training is True, a 1D Tensor for the computed batch variance
+            (inverted variance in the cuDNN case) to be reused in gradient computation. When
+            is_training is False, a 1D Tensor for the population variance to be reused in both 1st
+            and 2nd order gradient computation.
+          options: carries optional attributes values
+
+        Returns:
+          a new instance of FusedBatchNormGrad
+        """
+        inputs = [as_input(yBackprop, 'yBackprop'), as_input(x, 'x'), as_input(scale, 'scale'), as_input(reserveSpace1, 'reserveSpace1'), as_input(reserveSpace2, 'reserveSpace2')]
+        opBuilder = scope.opBuilder(FusedBatchNormGrad.OP_NAME, "FusedBatchNormGrad")
+        for i in inputs:
+            opBuilder.addInput(i)
+        for opts in options:
+            check_options(opts, FusedBatchNormGrad.Options)
+            if opts._epsilon is not None:
+                opBuilder.setAttr("epsilon", opts._epsilon)
+            if opts._dataFormat is not None:
+                opBuilder.setAttr("data_format", opts._dataFormat)
+            if opts._isTraining is not None:
+                opBuilder.setAttr("is_training", opts._isTraining)
+        return FusedBatchNormGrad(opBuilder.build())
+
+    @staticmethod
+    def epsilon(epsilon: float | None) -> FusedBatchNormGrad.Options:
+        """Sets the epsilon option.
+
+        Args:
+          epsilon: A small float number added to the variance of x.
+        """
+        return FusedBatchNormGrad.Options(OPTIONS_TOKEN).epsilon(epsilon)
+
+    @staticmethod
+    def dataFormat(dataFormat: str | None) -> FusedBatchNormGrad.Options:
+        """Sets the dataFormat option.
+
+        Args:
+          dataFormat: The data format for y_backprop, x, x_backprop. Either "NHWC" (default) or
+            "NCHW".
+        """
+        return FusedBatchNormGrad.Options(OPTIONS_TOKEN).dataFormat(dataFormat)
+
+    @staticmethod
+    def isTraining(isTraining: bool | None) -> FusedBatchNormGrad.Options:
+        """Sets the isTraining option.
+
+        Args:
+          isTraining: A bool value to indicate the operation is for training (default) or inference.
+        """
+        return FusedBatchNormGrad.Options(OPTIONS_TOKEN).isTraining(isTraining)
+
+    def xBackprop(self) -> Output:
+        """A 4D Tensor for the gradient with respect to x.
+        """
+        return self._xBackprop
+
+    def scaleBackprop(self) -> Output:
+        """A 1D Tensor for the gradient with respect to scale.
+        """
+        return self._scaleBackprop
+
+    def offsetBackprop(self) -> Output:
+        """A 1D Tensor for the gradient with respect to offset.
+        """
+        return self._offsetBackprop
+
+    def reserveSpace3(self) -> Output:
+        """Unused placeholder to match the mean input in FusedBatchNorm.
+        """
+        return self._reserveSpace3
+
+    def reserveSpace4(self) -> Output:
+        """Unused placeholder to match the variance input in FusedBatchNorm.
+        """
+        return self._reserveSpace4
+
+    class Options:
+        """Optional attributes for FusedBatchNormGrad (private constructor: use the static setters)."""
+
+        def __init__(self, _token=None):
+            check_private(_token, "FusedBatchNormGrad.Options")
+            self._epsilon = None
+            self._dataFormat = None
+            self._isTraining = None
+
+        def epsilon(self, epsilon: float | None) -> FusedBatchNormGrad.Options:
+            """Sets the epsilon option.
+
+            Args:
+              epsilon: A small float number added to the variance of x.
+            """
+            self._epsilon = option_value(epsilon, "Float", "epsilon")
+            return self
+
+        def dataFormat(self, dataFormat: str | None) -> FusedBatchNormGrad.Options:
+            """Sets the dataFormat option.
+
+            Args:
+              dataFormat: The data format for y_backprop, x, x_backprop. Either "NHWC" (default) or
+                "NCHW".
+            """
+            self._dataFormat = option_value(dataFormat, "String", "dataFormat")
+            return self
+
+        def isTraining(self, isTraining: bool | None) -> FusedBatchNormGrad.Options:
+            """Sets the isTraining option.
+
+            Args:
+              isTraining: A bool value to indicate the operation is for training (default) or
+                inference.
+            """
+            self._isTraining = option_value(isTraining, "Boolean", "isTraining")
+            return self
+
+
+class FusedBatchNormGradV2(RawOp):
+    """Gradient for batch normalization.
+
+    Note that the size of 4D Tensors are defined by either "NHWC" or "NCHW". The size of 1D Tensors
+    matches the dimension C of the 4D Tensors.
+
+    Java: ``org.tensorflow.op.core.FusedBatchNormGradV2`` (OP_NAME = "FusedBatchNormGradV2").
+    """
+
+    OP_NAME = "FusedBatchNormGradV2"
+
+    def __init__(self, operation: Operation):
+        super().__init__(operation, self.OP_NAME)
+        outputIdx = 0
+        self._xBackprop = operation.output(outputIdx)
+        outputIdx += 1
+        self._scaleBackprop = operation.output(outputIdx)
+        outputIdx += 1
+        self._offsetBackprop = operation.output(outputIdx)
+        outputIdx += 1
+        self._reserveSpace3 = operation.output(outputIdx)
+        outputIdx += 1
+        self._reserveSpace4 = operation.output(outputIdx)
+        outputIdx += 1
+
+    @staticmethod
+    def create(scope: Scope, yBackprop: Operand, x: Operand, scale: Operand, reserveSpace1: Operand, reserveSpace2: Operand, *options: FusedBatchNormGradV2.Options) -> FusedBatchNormGradV2:
+        """Factory method to create a class wrapping a new FusedBatchNormGradV2 operation.
+
+        Args:
+          scope: current scope
+          yBackprop: A 4D Tensor for the gradient with respect to y.
+          x: A 4D Tensor for input data.
+          scale: A 1D Tensor for scaling factor, to scale the normalized x.
+          reserveSpace1: When is_training is True, a 1D Tensor for the computed batch mean to be
+            reused in gradient computation. When is_training is False, a 1D Tensor for the
+            population mean to be reused in both 1st and 2nd order gradient computation.
+          reserveSpace2: When is_training is True, a 1D Tensor for the computed batch variance
+            (inverted variance in the cuDNN case) to be reused in gradient computation. When
+            is_training is False, a 1D Tensor for the population variance to be reused in both 1st
+            and 2nd order gradient computation.
+          options: carries optional attributes values
+
+        Returns:
+          a new instance of FusedBatchNormGradV2
+        """
+        inputs = [as_input(yBackprop, 'yBackprop'), as_input(x, 'x'), as_input(scale, 'scale'), as_input(reserveSpace1, 'reserveSpace1'), as_input(reserveSpace2, 'reserveSpace2')]
+        opBuilder = scope.opBuilder(FusedBatchNormGradV2.OP_NAME, "FusedBatchNormGradV2")
+        for i in inputs:
+            opBuilder.addInput(i)
+        for opts in options:
+            check_options(opts, FusedBatchNormGradV2.Options)
+            if opts._epsilon is not None:
+                opBuilder.setAttr("epsilon", opts._epsilon)
+            if opts._dataFormat is not None:
+                opBuilder.setAttr("data_format", opts._dataFormat)
+            if opts._isTraining is not None:
+                opBuilder.setAttr("is_training", opts._isTraining)
+        return FusedBatchNormGradV2(opBuilder.build())
+
+    @staticmethod
+    def epsilon(epsilon: float | None) -> FusedBatchNormGradV2.Options:
+        """Sets the epsilon option.
+
+        Args:
+          epsilon: A small float number added to the variance of x.
+        """
+        return FusedBatchNormGradV2.Options(OPTIONS_TOKEN).epsilon(epsilon)
+
+    @staticmethod
+    def dataFormat(dataFormat: str | None) -> FusedBatchNormGradV2.Options:
+        """Sets the dataFormat option.
+
+        Args:
+          dataFormat: The data format for y_backprop, x, x_backprop. Either "NHWC" (default) or
+            "NCHW".
+        """
+        return FusedBatchNormGradV2.Options(OPTIONS_TOKEN).dataFormat(dataFormat)
+
+    @staticmethod
+    def isTraining(isTraining: bool | None) -> FusedBatchNormGradV2.Options:
+        """Sets the isTraining option.
+
+        Args:
+          isTraining: A bool value to indicate the operation is for training (default) or inference.
+        """
+        return FusedBatchNormGradV2.Options(OPTIONS_TOKEN).isTraining(isTraining)
+
+    def xBackprop(self) -> Output:
+        """A 4D Tensor for the gradient with respect to x.
+        """
+        return self._xBackprop
+
+    def scaleBackprop(self) -> Output:
+        """A 1D Tensor for the gradient with respect to scale.
+        """
+        return self._scaleBackprop
+
+    def offsetBackprop(self) -> Output:
+        """A 1D Tensor for the gradient with respect to offset.
+        """
+        return self._offsetBackprop
+
+    def reserveSpace3(self) -> Output:
+        """Unused placeholder to match the mean input in FusedBatchNorm.
+        """
+        return self._reserveSpace3
+
+    def reserveSpace4(self) -> Output:
+        """Unused placeholder to match the variance input in FusedBatchNorm.
+        """
+        return self._reserveSpace4
+
+    class Options:
+        """Optional attributes for FusedBatchNormGradV2 (private constructor: use the static setters)."""
+
+        def __init__(self, _token=None):
+            check_private(_token, "FusedBatchNormGradV2.Options")
+            self._epsilon = None
+            self._dataFormat = None
+            self._isTraining = None
+
+        def epsilon(self, epsilon: float | None) -> FusedBatchNormGradV2.Options:
+            """Sets the epsilon option.
+
+            Args:
+              epsilon: A small float number added to the variance of x.
+            """
+            self._epsilon = option_value(epsilon, "Float", "epsilon")
+            return self
+
+        def dataFormat(self, dataFormat: str | None) -> FusedBatchNormGradV2.Options:
+            """Sets the dataFormat option.
+
+            Args:
+              dataFormat: The data format for y_backprop, x, x_backprop. Either "NHWC" (default) or
+                "NCHW".
+            """
+            self._dataFormat = option_value(dataFormat, "String", "dataFormat")
+            return self
+
+        def isTraining(self, isTraining: bool | None) -> FusedBatchNormGradV2.Options:
+            """Sets the isTraining option.
+
+            Args:
+              isTraining: A bool value to indicate the operation is for training (default) or
+                inference.
+            """
+            self._isTraining = option_value(isTraining, "Boolean", "isTraining")
+            return self
 
 
 class FusedBatchNormGradV3(RawOp):
@@ -154,6 +628,176 @@ class FusedBatchNormGradV3(RawOp):
             return self
 
         def isTraining(self, isTraining: bool | None) -> FusedBatchNormGradV3.Options:
+            """Sets the isTraining option.
+
+            Args:
+              isTraining: A bool value to indicate the operation is for training (default) or
+                inference.
+            """
+            self._isTraining = option_value(isTraining, "Boolean", "isTraining")
+            return self
+
+
+class FusedBatchNormV2(RawOp):
+    """Batch normalization.
+
+    Note that the size of 4D Tensors are defined by either "NHWC" or "NCHW". The size of 1D Tensors
+    matches the dimension C of the 4D Tensors.
+
+    Java: ``org.tensorflow.op.core.FusedBatchNormV2`` (OP_NAME = "FusedBatchNormV2").
+    """
+
+    OP_NAME = "FusedBatchNormV2"
+
+    def __init__(self, operation: Operation):
+        super().__init__(operation, self.OP_NAME)
+        outputIdx = 0
+        self._y = operation.output(outputIdx)
+        outputIdx += 1
+        self._batchMean = operation.output(outputIdx)
+        outputIdx += 1
+        self._batchVariance = operation.output(outputIdx)
+        outputIdx += 1
+        self._reserveSpace1 = operation.output(outputIdx)
+        outputIdx += 1
+        self._reserveSpace2 = operation.output(outputIdx)
+        outputIdx += 1
+
+    @staticmethod
+    def create(scope: Scope, x: Operand, scale: Operand, offset: Operand, mean: Operand, variance: Operand, *options: FusedBatchNormV2.Options) -> FusedBatchNormV2:
+        """Factory method to create a class wrapping a new FusedBatchNormV2 operation.
+
+        Args:
+          scope: current scope
+          x: A 4D Tensor for input data.
+          scale: A 1D Tensor for scaling factor, to scale the normalized x.
+          offset: A 1D Tensor for offset, to shift to the normalized x.
+          mean: A 1D Tensor for population mean. Used for inference only; must be empty for
+            training.
+          variance: A 1D Tensor for population variance. Used for inference only; must be empty for
+            training.
+          options: carries optional attributes values
+
+        Returns:
+          a new instance of FusedBatchNormV2
+        """
+        inputs = [as_input(x, 'x'), as_input(scale, 'scale'), as_input(offset, 'offset'), as_input(mean, 'mean'), as_input(variance, 'variance')]
+        opBuilder = scope.opBuilder(FusedBatchNormV2.OP_NAME, "FusedBatchNormV2")
+        for i in inputs:
+            opBuilder.addInput(i)
+        for opts in options:
+            check_options(opts, FusedBatchNormV2.Options)
+            if opts._epsilon is not None:
+                opBuilder.setAttr("epsilon", opts._epsilon)
+            if opts._exponentialAvgFactor is not None:
+                opBuilder.setAttr("exponential_avg_factor", opts._exponentialAvgFactor)
+            if opts._dataFormat is not None:
+                opBuilder.setAttr("data_format", opts._dataFormat)
+            if opts._isTraining is not None:
+                opBuilder.setAttr("is_training", opts._isTraining)
+        return FusedBatchNormV2(opBuilder.build())
+
+    @staticmethod
+    def epsilon(epsilon: float | None) -> FusedBatchNormV2.Options:
+        """Sets the epsilon option.
+
+        Args:
+          epsilon: A small float number added to the variance of x.
+        """
+        return FusedBatchNormV2.Options(OPTIONS_TOKEN).epsilon(epsilon)
+
+    @staticmethod
+    def exponentialAvgFactor(exponentialAvgFactor: float | None) -> FusedBatchNormV2.Options:
+        """Sets the exponentialAvgFactor option.
+
+        Args:
+          exponentialAvgFactor: Factor used to blend the batch statistics into the running mean and
+            variance (1.0 replaces them).
+        """
+        return FusedBatchNormV2.Options(OPTIONS_TOKEN).exponentialAvgFactor(exponentialAvgFactor)
+
+    @staticmethod
+    def dataFormat(dataFormat: str | None) -> FusedBatchNormV2.Options:
+        """Sets the dataFormat option.
+
+        Args:
+          dataFormat: The data format for x and y. Either "NHWC" (default) or "NCHW".
+        """
+        return FusedBatchNormV2.Options(OPTIONS_TOKEN).dataFormat(dataFormat)
+
+    @staticmethod
+    def isTraining(isTraining: bool | None) -> FusedBatchNormV2.Options:
+        """Sets the isTraining option.
+
+        Args:
+          isTraining: A bool value to indicate the operation is for training (default) or inference.
+        """
+        return FusedBatchNormV2.Options(OPTIONS_TOKEN).isTraining(isTraining)
+
+    def y(self) -> Output:
+        """A 4D Tensor for output data.
+        """
+        return self._y
+
+    def batchMean(self) -> Output:
+        """A 1D Tensor for the computed batch mean, to be used by TensorFlow to compute the running mean.
+        """
+        return self._batchMean
+
+    def batchVariance(self) -> Output:
+        """A 1D Tensor for the computed batch variance, to be used by TensorFlow to compute the running variance.
+        """
+        return self._batchVariance
+
+    def reserveSpace1(self) -> Output:
+        """A 1D Tensor for the computed batch mean, to be reused in the gradient computation.
+        """
+        return self._reserveSpace1
+
+    def reserveSpace2(self) -> Output:
+        """A 1D Tensor for the computed batch variance (inverted variance in the cuDNN case), to be reused in the gradient computation.
+        """
+        return self._reserveSpace2
+
+    class Options:
+        """Optional attributes for FusedBatchNormV2 (private constructor: use the static setters)."""
+
+        def __init__(self, _token=None):
+            check_private(_token, "FusedBatchNormV2.Options")
+            self._epsilon = None
+            self._exponentialAvgFactor = None
+            self._dataFormat = None
+            self._isTraining = None
+
+        def epsilon(self, epsilon: float | None) -> FusedBatchNormV2.Options:
+            """Sets the epsilon option.
+
+            Args:
+              epsilon: A small float number added to the variance of x.
+            """
+            self._epsilon = option_value(epsilon, "Float", "epsilon")
+            return self
+
+        def exponentialAvgFactor(self, exponentialAvgFactor: float | None) -> FusedBatchNormV2.Options:
+            """Sets the exponentialAvgFactor option.
+
+            Args:
+              exponentialAvgFactor: Factor used to blend the batch statistics into the running mean
+                and variance (1.0 replaces them).
+            """
+            self._exponentialAvgFactor = option_value(exponentialAvgFactor, "Float", "exponentialAvgFactor")
+            return self
+
+        def dataFormat(self, dataFormat: str | None) -> FusedBatchNormV2.Options:
+            """Sets the dataFormat option.
+
+            Args:
+              dataFormat: The data format for x and y. Either "NHWC" (default) or "NCHW".
+            """
+            self._dataFormat = option_value(dataFormat, "String", "dataFormat")
+            return self
+
+        def isTraining(self, isTraining: bool | None) -> FusedBatchNormV2.Options:
             """Sets the isTraining option.
 
             Args:
@@ -693,9 +1337,25 @@ class CoreOps:
 
     _scope: Scope
 
+    def fusedBatchNorm(self, x, scale, offset, mean, variance, *options) -> FusedBatchNorm:
+        """Builds a FusedBatchNorm operation (``FusedBatchNorm.create``)."""
+        return FusedBatchNorm.create(self._scope, x, scale, offset, mean, variance, *options)
+
+    def fusedBatchNormGrad(self, yBackprop, x, scale, reserveSpace1, reserveSpace2, *options) -> FusedBatchNormGrad:
+        """Builds a FusedBatchNormGrad operation (``FusedBatchNormGrad.create``)."""
+        return FusedBatchNormGrad.create(self._scope, yBackprop, x, scale, reserveSpace1, reserveSpace2, *options)
+
+    def fusedBatchNormGradV2(self, yBackprop, x, scale, reserveSpace1, reserveSpace2, *options) -> FusedBatchNormGradV2:
+        """Builds a FusedBatchNormGradV2 operation (``FusedBatchNormGradV2.create``)."""
+        return FusedBatchNormGradV2.create(self._scope, yBackprop, x, scale, reserveSpace1, reserveSpace2, *options)
+
     def fusedBatchNormGradV3(self, yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3, *options) -> FusedBatchNormGradV3:
         """Builds a FusedBatchNormGradV3 operation (``FusedBatchNormGradV3.create``)."""
         return FusedBatchNormGradV3.create(self._scope, yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3, *options)
+
+    def fusedBatchNormV2(self, x, scale, offset, mean, variance, *options) -> FusedBatchNormV2:
+        """Builds a FusedBatchNormV2 operation (``FusedBatchNormV2.create``)."""
+        return FusedBatchNormV2.create(self._scope, x, scale, offset, mean, variance, *options)
 
     def fusedBatchNormV3(self, x, scale, offset, mean, variance, *options) -> FusedBatchNormV3:
         """Builds a FusedBatchNormV3 operation (``FusedBatchNormV3.create``)."""

@@ -16,7 +16,8 @@ from fbnops.framework import errors as _errors
 from fbnops.framework.session import Session as _CoreSession
 
 from .exceptions import IllegalArgumentException, IllegalStateException, IndexOutOfBoundsException, java_exception
-from .framework import Graph, Op, Operand, Operation, Output
+from .framework import Op, Operand, Operation, Output
+from .graph import Graph
 from .types import Optional, Tensor, as_tensor
 
 __all__ = ["Session", "Result"]

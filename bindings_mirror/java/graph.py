@@ -1,0 +1,117 @@
+"""tensorflow/java execution environments: ``Graph`` (tf-java's tensor-name parsing) and ``EagerSession``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fbnops.framework import errors as _errors
+from fbnops.framework.graph import Graph as _CoreGraph
+from fbnops.framework.scope import EagerContext
+
+from .exceptions import IllegalArgumentException, java_exception
+from .framework import Operation, Output, Scope
+
+__all__ = ["ExecutionEnvironment", "Graph", "EagerSession"]
+
+
+class ExecutionEnvironment:
+    _core_env: Any
+
+    def baseScope(self) -> Scope:
+        return self._base
+
+    def isEager(self) -> bool:
+        return isinstance(self, EagerSession)
+
+    def isGraph(self) -> bool:
+        return isinstance(self, Graph)
+
+
+class Graph(ExecutionEnvironment):
+    """org.tensorflow.Graph: operations by name; ``output("op:1")`` parses tensor names as tf-java does."""
+
+    def __init__(self):
+        self._core_env = _CoreGraph()
+        self._base = Scope(self)
+
+    def operation(self, name: str) -> Operation | None:
+        op = self._core_env.operation(name)
+        return None if op is None else Operation(self, op)
+
+    def operationOrThrow(self, name: str) -> Operation:
+        op = self.operation(name)
+        if op is None:
+            raise IllegalArgumentException(f"No Operation named [{name}] in the Graph")
+        return op
+
+    def output(self, output: str) -> Output | None:
+        """``"op"`` or ``"op:"`` is output 0; ``"op:i"`` output i (not range-checked, as in tf-java)."""
+        colon = output.rfind(":")
+        if colon == -1 or colon == len(output) - 1:
+            op = self.operation(output)
+            return None if op is None else Output(op, 0)
+        index = _parse_java_int(output[colon + 1 :])
+        if index is None:
+            raise IllegalArgumentException(f'Could not get output for badly formatted output name: "{output}"')
+        op = self.operation(output[:colon])
+        return None if op is None else Output(op, index)
+
+    def outputOrThrow(self, output: str) -> Output:
+        out = self.output(output)
+        if out is None:
+            raise IllegalArgumentException(f"No Operation named [{output}] in the Graph")
+        return out
+
+    def operations(self):
+        return iter([Operation(self, op) for op in self._core_env.operations()])
+
+    def toGraphDef(self) -> str:
+        """The GraphDef, in protobuf text format."""
+        return self._core_env.to_pbtxt()
+
+    def importGraphDef(self, graphDef: str) -> None:
+        from fbnops.framework.graphdef import graph_from_pbtxt
+
+        try:
+            graph_from_pbtxt(graphDef, self._core_env)
+        except _errors.OpError as e:
+            raise java_exception(e) from None
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Graph:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _parse_java_int(text: str) -> int | None:
+    """``Integer.parseInt``: an optional sign and ASCII digits, within 32 bits; else None."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    value = int(text)
+    return value if -(2**31) <= value < 2**31 else None
+
+
+class EagerSession(ExecutionEnvironment):
+    """org.tensorflow.EagerSession: ops run as they are built; ``output.asTensor()`` reads them."""
+
+    def __init__(self):
+        self._core_env = EagerContext()
+        self._base = Scope(self)
+
+    @staticmethod
+    def create() -> EagerSession:
+        return EagerSession()
+
+    def close(self) -> None:
+        self._core_env.closed = True
+
+    def __enter__(self) -> EagerSession:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
