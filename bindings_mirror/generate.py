@@ -117,33 +117,43 @@ def java_nn_classes(specs) -> dict[str, OpSpec]:
     return chosen
 
 
-def java_source(specs) -> str:
-    nn = java_nn_classes(specs)
+def _java_header(extra: str = "") -> str:  # one import statement, laid out as ruff/isort would
     s = HEADER + "\n# ruff: noqa: E501\nfrom __future__ import annotations\n\n"
-    s += "from .framework import OPTIONS_TOKEN, Operand, Operation, Output, RawOp, Scope, as_input\n"
-    s += "from .framework import check_options, check_private, option_value\n\n"
-    s += f"__all__ = {[sp.name for sp in specs] + list(nn) + ['NnOps', 'CoreOps']!r}\n\n\n"
-    s += "\n\n".join(java_class(sp, sp.name, f"org.tensorflow.op.core.{sp.name}") for sp in specs)
-    for cls, sp in nn.items():
-        where = f"org.tensorflow.op.nn.{cls}`` / ``tf.nn.{sp.surfaces.java_endpoint}"
-        s += "\n\n\n" + java_class(sp, cls, where)
-    s += '\n\nclass NnOps:\n    """The ``tf.nn`` facade: one method per op endpoint."""\n\n'
-    s += "    def __init__(self, scope: Scope):\n        self._scope = scope\n"
-    for cls, sp in nn.items():
-        ins = [camel(a.name) for a in sp.inputs]
-        s += f"\n    def {sp.surfaces.java_endpoint}(self, {', '.join(ins)}, *options) -> {cls}:\n"
+    names = ["OPTIONS_TOKEN", "Operand", "Operation", "Output", "RawOp", "Scope", "as_input", "check_options"]
+    names += ["check_private", "option_value"]
+    s += "from .framework import (\n" + "".join(f"    {n},\n" for n in names) + ")\n"
+    return s + extra + "\n"
+
+
+def _java_facade(name: str, doc: str, classes: dict[str, OpSpec], method) -> str:
+    s = f'\n\nclass {name}:\n    """{doc}"""\n\n    def __init__(self, scope: Scope):\n        self._scope = scope\n'
+    for cls, sp in classes.items():
+        ins = ", ".join(camel(a.name) for a in sp.inputs)
+        s += f"\n    def {method(cls, sp)}(self, {ins}, *options) -> {cls}:\n"
         s += f'        """Builds a {sp.name} operation (``{cls}.create``)."""\n'
-        s += f"        return {cls}.create(self._scope, {', '.join(ins)}, *options)\n"
-    s += "\n\nclass CoreOps:\n"
-    s += '    """The ``Ops`` methods of the ``org.tensorflow.op.core`` classes (``tf.fusedBatchNormGradV3``)."""\n\n'
-    s += "    _scope: Scope\n"
-    for sp in specs:
-        ins = [camel(a.name) for a in sp.inputs]
-        method = sp.name[:1].lower() + sp.name[1:]
-        s += f"\n    def {method}(self, {', '.join(ins)}, *options) -> {sp.name}:\n"
-        s += f'        """Builds a {sp.name} operation (``{sp.name}.create``)."""\n'
-        s += f"        return {sp.name}.create(self._scope, {', '.join(ins)}, *options)\n"
+        s += f"        return {cls}.create(self._scope, {ins}, *options)\n"
     return s
+
+
+def java_core_source(specs) -> str:
+    """``org.tensorflow.op.core``: one class per spec, named as the op (the seed-era classes), and ``CoreOps``."""
+    s = _java_header() + f"__all__ = {[sp.name for sp in specs] + ['CoreOps']!r}\n\n\n"
+    s += "\n\n".join(java_class(sp, sp.name, f"org.tensorflow.op.core.{sp.name}") for sp in specs)
+    classes = {sp.name: sp for sp in specs}
+    doc = "The ``Ops`` methods of the ``org.tensorflow.op.core`` classes (``tf.fusedBatchNormGradV3``)."
+    return s + _java_facade("CoreOps", doc, classes, lambda cls, sp: cls[:1].lower() + cls[1:])
+
+
+def java_nn_source(specs) -> str:
+    """``org.tensorflow.op.nn``: the endpoint classes (``nn.FusedBatchNormGrad``) and ``NnOps`` (``tf.nn``)."""
+    nn = java_nn_classes(specs)
+    s = _java_header() + f"__all__ = {list(nn) + ['NnOps']!r}\n\n\n"
+    s += "\n\n".join(
+        java_class(sp, cls, f"org.tensorflow.op.nn.{cls}`` / ``tf.nn.{sp.surfaces.java_endpoint}")
+        for cls, sp in nn.items()
+    )
+    doc = "The ``tf.nn`` facade: one method per op endpoint."
+    return s + _java_facade("NnOps", doc, nn, lambda cls, sp: sp.surfaces.java_endpoint)
 
 
 # ---------------------------------------------------------------------------------------
@@ -216,7 +226,11 @@ def cc_source(specs) -> str:
 
 def outputs() -> dict[Path, str]:
     specs = sorted(all_specs(), key=lambda sp: sp.name)
-    return {HERE / "java" / "ops_gen.py": java_source(specs), HERE / "cc" / "ops_gen.py": cc_source(specs)}
+    return {
+        HERE / "java" / "ops_gen.py": java_core_source(specs),
+        HERE / "java" / "nn_gen.py": java_nn_source(specs),
+        HERE / "cc" / "ops_gen.py": cc_source(specs),
+    }
 
 
 def main(argv: list[str]) -> int:

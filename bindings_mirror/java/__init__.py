@@ -9,6 +9,8 @@ with Graph() as g:
         y = np.asarray(result.get(0))
 """
 
+from . import nn_gen as nn
+from . import ops_gen as core
 from .core_ops import Constant, Placeholder
 from .exceptions import *  # noqa: F403
 from .exceptions import __all__ as _exceptions_all
@@ -16,11 +18,15 @@ from .framework import *  # noqa: F403
 from .framework import __all__ as _framework_all
 from .graph import EagerSession, ExecutionEnvironment, Graph
 from .ops import Ops
-from .ops_gen import *  # noqa: F403
-from .ops_gen import __all__ as _ops_all
 from .session import Result, Session
 from .types import *  # noqa: F403
 from .types import __all__ as _types_all
 
+# org.tensorflow.op.core (one class per op, named as the op), then org.tensorflow.op.nn, whose
+# endpoint names win a shared name as in tf-java HEAD (nn.FusedBatchNorm is the V3 op)
+_generated = {name: getattr(core, name) for name in core.__all__}
+_generated.update({name: getattr(nn, name) for name in nn.__all__})
+globals().update(_generated)
+
 __all__ = [*_exceptions_all, *_types_all, *_framework_all, "ExecutionEnvironment", "Graph", "EagerSession"]
-__all__ += ["Constant", "Placeholder", "Session", "Result", *_ops_all, "Ops"]
+__all__ += ["Constant", "Placeholder", "Session", "Result", "Ops", "core", "nn", *_generated]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from .core_ops import Constant, Placeholder
 from .framework import Scope
 from .graph import EagerSession, ExecutionEnvironment
-from .ops_gen import CoreOps, NnOps
+from .nn_gen import NnOps
+from .ops_gen import CoreOps
 from .types import Tensor
 
 _default_eager: list[EagerSession] = []
@@ -16,7 +17,7 @@ class Ops(CoreOps):
     (``tf.fusedBatchNormGradV3(...)``, the seed-era ``org.tensorflow.op.core`` classes)."""
 
     def __init__(self, scope: Scope):
-        self._scope = scope
+        super().__init__(scope)
         self.nn = NnOps(scope)
 
     @staticmethod
