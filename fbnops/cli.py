@@ -257,6 +257,7 @@ def _shape_arguments(p, default: str, backend_choice: bool = True) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from fbnops.tools.bench.__main__ import add_arguments as bench_arguments
+    from fbnops.tools.bench.__main__ import positive_int
 
     p = _Parser(prog="fbnops", description="The batch-norm gradient operator, seen through five APIs.")
     p.add_argument("--version", action="version", version=f"fbnops {fbnops.__version__}")
@@ -265,7 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="build and run FusedBatchNormV3 + its gradient, with a finite-difference check")
     d.add_argument("--backend", choices=BACKENDS, help="kernel backend (default: the fastest available)")
-    d.add_argument("--ranks", type=int, metavar="N", help="the synchronized batch norm over N ranks instead")
+    d.add_argument(
+        "--ranks", type=positive_int, metavar="N", help="the synchronized batch norm over N MPI ranks instead"
+    )
     d.set_defaults(fn=cmd_demo)
 
     r = sub.add_parser("run", help="run scripted builder calls (JSON/YAML) or a GraphDef .pbtxt; save an .npz")

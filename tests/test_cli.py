@@ -266,12 +266,18 @@ def test_broken_pipe_is_quiet():
     assert p.stdout.startswith("fbnops check:") and p.stderr == ""
 
 
-def test_distributed_demo_is_wired():
-    try:
-        import fbnops.distributed.demo  # noqa: F401
-    except ImportError:
-        r = fbnops_cli("demo", "--ranks", "2")
-        assert r.returncode == 2 and r.stderr.startswith("fbnops: error: --ranks needs")
-        pytest.skip("fbnops.distributed.demo is not available: only the clean error was checked")
-    r = fbnops_cli("demo", "--ranks", "2")
-    assert r.returncode == 0, r.stderr
+def test_distributed_demo_is_wired(monkeypatch):
+    """``fbnops demo --ranks N`` calls ``fbnops.distributed.demo.main(N)`` and exits with its code."""
+    demo = pytest.importorskip("fbnops.distributed.demo", reason="fbnops.distributed is not in this checkout")
+    from fbnops import cli
+
+    calls = []
+    monkeypatch.setattr(demo, "main", lambda ranks: calls.append(ranks) or 7)
+    assert cli.main(["demo", "--ranks", "3"]) == 7 and calls == [3]
+
+
+def test_distributed_demo_absent_or_bad_ranks_is_a_clean_error():
+    r = fbnops_cli("demo", "--ranks", "2", blocked=("fbnops.distributed.demo",))
+    assert r.returncode == 2 and r.stderr.startswith("fbnops: error: --ranks needs") and len(r.stderr.splitlines()) == 1
+    r = fbnops_cli("demo", "--ranks", "0")
+    assert r.returncode == 2 and "--ranks: must be a positive integer" in r.stderr

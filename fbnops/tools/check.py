@@ -14,9 +14,9 @@ import numpy as np
 
 import fbnops
 from fbnops.framework import dtypes
+from fbnops.framework.layouts import channel_axis
 
 TOLERANCE = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 1e-1}
-_TF = {"float32": "float", "float16": "half", "bfloat16": "bfloat16"}
 
 
 @dataclass(frozen=True)
@@ -38,23 +38,23 @@ class Result:
         )
 
 
-def _forward64(x, scale, offset, mean, var, eps, channel_axis, training):
-    axes = tuple(a for a in range(x.ndim) if a != channel_axis)
+def _forward64(x, scale, offset, mean, var, eps, axis, training):
+    axes = tuple(a for a in range(x.ndim) if a != axis)
     shape = [1] * x.ndim
-    shape[channel_axis] = -1
+    shape[axis] = -1
     if training:
         mean, var = x.mean(axis=axes), x.var(axis=axes)
     r = 1 / np.sqrt(np.asarray(var, np.float64) + eps)
     return (x - np.reshape(mean, shape)) * np.reshape(scale * r, shape) + np.reshape(offset, shape)
 
 
-def gradient_error(x, w, scale, offset, mean, var, eps, channel_axis, training, grads, points, rng) -> float:
+def gradient_error(x, w, scale, offset, mean, var, eps, axis, training, grads, points, rng) -> float:
     """Max relative error of ``grads = (dx, dscale, doffset)`` against central differences."""
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
     s64, o64 = scale.astype(np.float64), offset.astype(np.float64)
 
     def loss(xv, sv, ov):
-        return float(np.sum(_forward64(xv, sv, ov, mean, var, eps, channel_axis, training) * w64))
+        return float(np.sum(_forward64(xv, sv, ov, mean, var, eps, axis, training) * w64))
 
     h, worst = 1e-4, 0.0
     dx, dscale, doffset = grads
@@ -81,9 +81,9 @@ def gradient_error(x, w, scale, offset, mean, var, eps, channel_axis, training, 
 def run_checks(shape, data_format, dtype, backends, points, seed, advance: Callable[[], None] = lambda: None):
     """Every backend x mode: gradient vs finite differences, then agreement with the reference."""
     rng = np.random.default_rng(seed)
-    channel_axis = 1 if data_format.startswith("NC") else len(shape) - 1
-    c = shape[channel_axis]
-    dt = dtypes.from_tf_name(_TF[dtype])
+    axis = channel_axis(data_format, len(shape))
+    c = shape[axis]
+    dt = dtypes.from_user_name(dtype)
     x, w = rng.standard_normal(shape).astype(dt), rng.standard_normal(shape).astype(dt)
     scale, offset = (rng.random(c) + 0.5).astype(np.float32), rng.standard_normal(c).astype(np.float32)
     mean, var = (rng.standard_normal(c) * 0.1).astype(np.float32), (rng.random(c) + 0.5).astype(np.float32)
@@ -101,7 +101,7 @@ def run_checks(shape, data_format, dtype, backends, points, seed, advance: Calla
                     reserve_space_2=fwd.reserve_space_2, reserve_space_3=fwd.reserve_space_3, **common,
                 )  # fmt: skip
                 grads[(backend, training)] = g
-                err = gradient_error(x, w, scale, offset, mean, var, eps, channel_axis, training, g[:3], points, rng)
+                err = gradient_error(x, w, scale, offset, mean, var, eps, axis, training, g[:3], points, rng)
                 results.append(Result(backend, training, "gradient vs finite diffs", err, tol))
                 advance()
     for (backend, training), g in grads.items():

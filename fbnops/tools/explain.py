@@ -25,11 +25,10 @@ import numpy as np
 
 from .. import raw_ops
 from ..framework import dtypes
+from ..framework.layouts import channel_axis
 from . import _explain_render
 
 __all__ = ["Step", "Check", "Explanation", "explain", "example_inputs"]
-
-CHANNELS_FIRST = ("NCHW", "NCDHW")
 
 # name: (LaTeX, plain text, what it is).  The order is the order of the computation.
 FORWARD_STEPS = {
@@ -140,14 +139,14 @@ class Explanation:
 
 def per_channel(a: np.ndarray, data_format: str) -> np.ndarray:
     """(C, n): channel c's elements in memory order, as the kernels' canonical view sees them."""
-    axis = 1 if data_format in CHANNELS_FIRST else a.ndim - 1
+    axis = channel_axis(data_format, a.ndim)
     return np.moveaxis(a, axis, 0).reshape(a.shape[axis], -1)
 
 
 def example_inputs(shape=(2, 2, 2, 3), data_format: str = "NHWC", seed: int = 0, dtype=np.float32) -> dict:
     """Small inputs with round numbers (2 decimals), so every intermediate is easy to follow."""
     rng = np.random.default_rng(seed)
-    c = shape[1] if data_format in CHANNELS_FIRST else shape[-1]
+    c = shape[channel_axis(data_format, len(shape))]
     return dict(
         x=np.round(rng.standard_normal(shape) * 2, 2).astype(dtype),
         dy=np.round(rng.standard_normal(shape), 1).astype(dtype),

@@ -42,9 +42,10 @@ import numpy as np
 
 from .. import Graph, Scope, Session
 from ..framework import dtypes
-from ..framework.errors import OpError, ResourceExhaustedError
-from ..framework.graph import Output, get_op_def
+from ..framework.errors import InvalidArgumentError, OpError, ResourceExhaustedError
+from ..framework.graph import Output, parse_tensor_name
 from ..framework.memory import check_fits
+from ..framework.registry import get_op_def
 from ._arrays import ArrayFileError, check_writable, load_array, load_npz, save_npz
 from ._document import MAX_BYTES, DocumentError, DocumentTooLargeError, Positions, read_document
 from ._schema import runfile_schema, validate
@@ -62,8 +63,6 @@ __all__ = [
     "load_npz",
     "check_writable",
 ]
-
-_DTYPE_NAMES = {"float32": "float", "float16": "half"}  # NumPy's names beside TensorFlow's
 
 
 def schema() -> dict:
@@ -125,7 +124,7 @@ def validate_document(doc: Any) -> None:
 
 
 def _dtype(name: str) -> np.dtype:
-    return dtypes.from_tf_name(_DTYPE_NAMES.get(name, name))
+    return dtypes.from_user_name(name)
 
 
 def _allocation(shape: list[int], itemsize: int, key: tuple) -> tuple[int, ...]:
@@ -201,25 +200,34 @@ class _Builder:
 
 
 def resolve_output(graph: Graph, ref: str, named: dict[str, Output] | None = None) -> Output:
-    """``"x"`` (a named input), ``"op"`` (output 0), ``"op:1"`` or ``"op.output_name"``; else LookupError."""
+    """``"x"`` (a named input), ``"op"`` (its output 0), ``"op:1"`` or ``"op.output_name"``; else LookupError."""
     named = named or {}
     if ref in named:
         return named[ref]
-    op_name, out = ref, None
-    if graph.operation(ref) is None and (":" in ref or "." in ref):
-        op_name, _, out = ref.rpartition(":" if ":" in ref else ".")
+    out_name = None
+    if graph.operation(ref) is None and "." in ref and ":" not in ref:  # an output by its name
+        op_name, _, out_name = ref.rpartition(".")
+        index = None
+    else:
+        try:
+            op_name, index, control = parse_tensor_name(ref, default_index=0)  # a bare name is output 0
+        except InvalidArgumentError as e:
+            raise LookupError(e.message) from None
+        if control:
+            raise LookupError(f"{ref!r} names a control dependency; fetch an output ('op' or 'op:index')")
     op = graph.operation(op_name)
     if op is None:
         known = sorted(named) + [o.name for o in graph.operations() if o.type != "Const" and o.name not in named]
         raise LookupError(f"unknown reference {ref!r}; known names: {known}")
-    if out is None:
-        return op.output(0)
     names = get_op_def(op.type).output_names
-    if out.isdigit() and int(out) < op.num_outputs:
-        return op.output(int(out))
-    if out in names:
-        return op.output(names.index(out))
-    raise LookupError(f"{op_name!r} ({op.type}) has no output {out!r}; outputs: 0..{op.num_outputs - 1} {list(names)}")
+    if out_name in names:
+        index = names.index(out_name)
+    if index is None or index >= op.num_outputs:
+        shown = out_name if index is None else str(index)
+        raise LookupError(
+            f"{op_name!r} ({op.type}) has no output {shown!r}; outputs: 0..{op.num_outputs - 1} {list(names)}"
+        )
+    return op.output(index)
 
 
 def run(doc: Any, base: Path = Path("."), backend: str | None = None) -> dict[str, np.ndarray]:

@@ -55,7 +55,7 @@ def _shapes(text: str):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return int(text)
@@ -66,14 +66,14 @@ def add_arguments(p: argparse.ArgumentParser, threads: bool = True) -> None:
         "--peers", default="auto", help=f"comma-separated, of {', '.join(PEERS)} (default: the installed ones)"
     )
     rounds = p.add_mutually_exclusive_group()
-    rounds.add_argument("--rounds", type=_positive, help=f"interleaved rounds per case (default {DEFAULT_ROUNDS})")
+    rounds.add_argument("--rounds", type=positive_int, help=f"interleaved rounds per case (default {DEFAULT_ROUNDS})")
     rounds.add_argument("--quick", action="store_true", help="3 rounds, float32 gradient only, no accuracy test")
     p.add_argument("--ops", type=_list(OPS), default=list(OPS), help="grad,forward")
     p.add_argument("--dtypes", type=_list(DTYPES), default=["float32", "bfloat16"], help="float32,bfloat16,float16")
     p.add_argument("--layouts", type=_list(LAYOUTS), default=list(LAYOUTS), help="NHWC,NCHW")
     p.add_argument("--shapes", type=_shapes, default=SHAPES, metavar="N,H,W,C;...", help="default: 5 ResNet shapes")
     if threads:
-        p.add_argument("--threads", type=_positive, help="kernel threads of every peer (default: fbnops' default)")
+        p.add_argument("--threads", type=positive_int, help="kernel threads of every peer (default: fbnops' default)")
     p.add_argument("--json", metavar="FILE", help="write the results (and the machine) as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="plot the times against the streaming floor (needs matplotlib)")
     p.add_argument("--compare", metavar="OLD.json", help="compare with an earlier --json file; exit 1 on a regression")
