@@ -6,15 +6,16 @@ import os
 
 import numpy as np
 import pytest
-from helpers import forward_f64
 
 import fbnops
 from fbnops.errors import InvalidArgumentError, NotFoundError
+from fbnops.framework import dtypes
 from fbnops.framework.gradients import gradients
-from fbnops.framework.graph import Graph
-from fbnops.framework.layouts import channel_axis
+from fbnops.framework.graph import Graph, TensorName, parse_tensor_name
+from fbnops.framework.layouts import DATA_FORMATS, channel_axis, to_channels_last
 from fbnops.framework.scope import EagerContext, Scope
 from fbnops.framework.session import Session
+from fbnops.testing import forward_f64
 
 F = np.float32
 
@@ -155,7 +156,7 @@ def test_eager_context_runs_ops_as_built():
 @pytest.mark.parametrize("is_training", [True, False])
 @pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
 def test_gradients_agree_with_finite_differences(fmt, is_training):
-    shape = (3, 2, 2, 2) if fmt == "NHWC" else (3, 2, 2, 2)
+    shape = (3, 2, 2, 2) if fmt == "NHWC" else (3, 2, 3, 2)  # NCHW: C=2, H != W
     scope, x, fwd = _forward_graph(shape, fmt, is_training)
     y = fwd.outputs[0]
     w = np.random.default_rng(3).standard_normal(shape)
@@ -252,3 +253,84 @@ def test_tensorflow_imports_and_runs_the_exported_graph(fmt, is_training):
             theirs = sess.run(fetches, {"x:0": xv})
     for a, b in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize(
+    "name,default,expected",
+    [
+        ("bn", None, TensorName("bn", None)),
+        ("bn", 0, TensorName("bn", 0)),
+        ("bn:2", None, TensorName("bn", 2)),
+        ("scope/bn_1:10", 0, TensorName("scope/bn_1", 10)),
+        ("^bn", 0, TensorName("bn", None, True)),
+    ],
+)
+def test_one_tensor_name_parser(name, default, expected):
+    assert parse_tensor_name(name, default_index=default) == expected
+
+
+@pytest.mark.parametrize("name", ["", ":0", "bn:", "bn:x", "bn:-1", "bn:1:2", "^bn:0", "^", "bn:١"])
+def test_tensor_name_parser_refuses_malformed_names(name):
+    with pytest.raises(InvalidArgumentError, match="is not a valid tensor name"):
+        parse_tensor_name(name, default_index=0)
+
+
+def test_each_surface_default_for_a_bare_name():
+    """Session (TF1): a bare name is a target, fetched as None; Graph.get_output: output 0."""
+    scope, x, fwd = _forward_graph()
+    g = scope.graph
+    assert g.get_output("FusedBatchNormV3") == fwd.outputs[0] and g.get_output("FusedBatchNormV3:4") == fwd.outputs[4]
+    with pytest.raises(InvalidArgumentError, match="names output 9 of 'FusedBatchNormV3', which has 6"):
+        g.get_output("FusedBatchNormV3:9")
+    with pytest.raises(InvalidArgumentError, match="control input"):
+        g.get_output("^FusedBatchNormV3")
+    xv = np.ones((4, 3, 3, 2), F)
+    assert Session(g).run("FusedBatchNormV3", {"x": xv}) is None
+    assert Session(g).run("FusedBatchNormV3:0", {"x:0": xv}).shape == (4, 3, 3, 2)
+
+
+def test_a_bare_name_in_session_run_is_a_target_in_tensorflow_too():
+    """The TF1 semantics the core Session keeps, checked against TensorFlow itself."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    tf = pytest.importorskip("tensorflow", reason="TensorFlow (the oracle extra) is not installed")
+    from google.protobuf import text_format
+
+    scope, x, fwd = _forward_graph()
+    graph_def = text_format.Parse(scope.graph.to_pbtxt(), tf.compat.v1.GraphDef())
+    xv = np.ones((4, 3, 3, 2), F)
+    with tf.Graph().as_default() as tg:
+        tf.compat.v1.import_graph_def(graph_def, name="")
+        with tf.compat.v1.Session(graph=tg) as sess:
+            theirs = sess.run(["FusedBatchNormV3", "FusedBatchNormV3:1"], {"x:0": xv})
+    ours = Session(scope.graph).run(["FusedBatchNormV3", "FusedBatchNormV3:1"], {"x:0": xv})
+    assert theirs[0] is None and ours[0] is None
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", DATA_FORMATS)
+def test_channel_axis_and_channels_last_twin(fmt):
+    for ndim in (4, 5):  # eager kernels take either rank for any format
+        assert channel_axis(fmt, ndim) == (1 if fmt.startswith("NC") else ndim - 1)
+    if fmt.startswith("NC"):
+        last, to_last, to_first = to_channels_last(fmt)
+        a = np.empty(tuple(range(2, 2 + len(fmt))))
+        assert last in DATA_FORMATS and not last.startswith("NC")
+        assert a.transpose(to_last).shape[-1] == a.shape[1]
+        assert a.transpose(to_last).transpose(to_first).shape == a.shape
+
+
+def test_dtype_table_round_trips_and_matches_tensorflow():
+    for row in dtypes.TABLE:
+        assert dtypes.from_enum(row.enum) == dtypes.from_enum(row.number) == row.numpy
+        assert dtypes.enum_name(row.numpy) == row.enum and dtypes.enum_number(row.numpy) == row.number
+        assert dtypes.tf_name(row.numpy) == row.tf_name
+        assert all(dtypes.from_user_name(n) == row.numpy for n in (row.tf_name, *row.user_names))
+    with pytest.raises(KeyError, match="unknown dtype 'float8'; known: bfloat16, bool"):
+        dtypes.from_user_name("float8")
+    tf = pytest.importorskip("tensorflow", reason="TensorFlow (the oracle extra) is not installed")
+    from tensorflow.core.framework import types_pb2
+
+    for row in dtypes.TABLE:
+        assert tf.as_dtype(row.numpy).as_datatype_enum == row.number
+        assert tf.dtypes.DType(row.number).as_numpy_dtype == row.numpy.type
+        assert types_pb2.DataType.Name(row.number) == row.enum

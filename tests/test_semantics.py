@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import rel_err
-from helpers import grad_f64, grad_inputs, run_grad
 
 import fbnops
+from fbnops.ops.fused_batch_norm_v3 import running_statistics
+from fbnops.testing import grad_f64, grad_inputs, rel_err, run_grad
 
 raw = fbnops.raw_ops
 F = np.float32
@@ -213,3 +213,24 @@ def test_output_types_and_namedtuple(backend):
     assert out._fields == ("x_backprop", "scale_backprop", "offset_backprop", "reserve_space_4", "reserve_space_5")
     assert out.x_backprop.dtype == np.dtype("bfloat16")
     assert out.scale_backprop.dtype == np.float32
+
+
+@pytest.mark.parametrize("factor", [1.0, 0.3])
+def test_running_statistics_is_the_forward_arithmetic(backend, factor):
+    """The function distributed training shares: the same bits as FusedBatchNormV3's running outputs."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 5, 4, 2)).astype(F)
+    running_mean, running_var = np.array([0.25, -1.0], F), np.array([2.0, 0.5], F)
+    out = raw.FusedBatchNormV3(
+        x=x, scale=np.ones(2, F), offset=np.zeros(2, F), mean=running_mean, variance=running_var,
+        exponential_avg_factor=factor,
+    )  # fmt: skip
+    m, v = running_statistics(out.reserve_space_1, out.reserve_space_2, 60, running_mean, running_var, factor)
+    assert m.dtype == v.dtype == np.float32
+    assert m.tobytes() == out.batch_mean.tobytes() and v.tobytes() == out.batch_variance.tobytes()
+    bessel = out.reserve_space_2.astype(np.float64) * 60 / 59
+    want = (1 - factor) * running_var + factor * bessel
+    np.testing.assert_allclose(v, want, rtol=1e-6)
+    # n = 1: the correction is n / max(n - 1, 1) = 1, not a division by zero
+    one = running_statistics(np.array([3.0], F), np.array([0.0], F), 1, np.zeros(1, F), np.zeros(1, F), 1.0)
+    assert one[1].tolist() == [0.0]
