@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from fbnops.framework import errors as _errors
 from fbnops.framework.graph import Graph as _CoreGraph
+from fbnops.framework.graph import parse_tensor_name
 from fbnops.framework.scope import EagerContext
 
 from .exceptions import IllegalArgumentException, java_exception
@@ -46,16 +46,22 @@ class Graph(ExecutionEnvironment):
         return op
 
     def output(self, output: str) -> Output | None:
-        """``"op"`` or ``"op:"`` is output 0; ``"op:i"`` output i (not range-checked, as in tf-java)."""
-        colon = output.rfind(":")
-        if colon == -1 or colon == len(output) - 1:
-            op = self.operation(output)
+        """``"op"`` is output 0 and ``"op:i"`` output i (not range-checked, as in tf-java); None if no such op.
+
+        Parsed by the framework's one tensor-name parser; tf-java's quirks kept: a trailing ``:``
+        or a ``^`` is part of the looked-up name, and an index beyond 32 bits is badly formatted.
+        """
+        if output.endswith(":") or output.startswith("^"):
+            op = self.operation(output)  # never found: names cannot contain these
             return None if op is None else Output(op, 0)
-        index = _parse_java_int(output[colon + 1 :])
-        if index is None:
+        try:
+            name = parse_tensor_name(output, default_index=0)
+        except _errors.InvalidArgumentError:
+            name = None
+        if name is None or name.index >= 2**31:
             raise IllegalArgumentException(f'Could not get output for badly formatted output name: "{output}"')
-        op = self.operation(output[:colon])
-        return None if op is None else Output(op, index)
+        op = self.operation(name.op)
+        return None if op is None else Output(op, name.index)
 
     def outputOrThrow(self, output: str) -> Output:
         out = self.output(output)
@@ -86,14 +92,6 @@ class Graph(ExecutionEnvironment):
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _parse_java_int(text: str) -> int | None:
-    """``Integer.parseInt``: an optional sign and ASCII digits, within 32 bits; else None."""
-    if not re.fullmatch(r"[+-]?[0-9]+", text):
-        return None
-    value = int(text)
-    return value if -(2**31) <= value < 2**31 else None
 
 
 class EagerSession(ExecutionEnvironment):
