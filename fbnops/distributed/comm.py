@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..framework import registry
 from ..framework.errors import InvalidArgumentError
 
 __all__ = ["Communicator", "SerialComm", "ThreadComm", "CountingComm", "sum_in_rank_order"]
@@ -115,7 +116,8 @@ class ThreadComm:
     """``size`` ranks as threads of this process.
 
     ``ThreadComm(3).run(fn)`` calls ``fn(comm)`` once per rank, each in its own thread
-    with its own rank communicator, and returns the results in rank order.  A rank that
+    with its own rank communicator and the caller's backend, and returns the results in
+    rank order.  A rank that
     ends (returns or raises) while a peer waits for it in a collective makes that peer
     raise ``threading.BrokenBarrierError`` instead of waiting forever; the first error
     is re-raised, or with ``return_exceptions=True`` every rank's result or exception
@@ -135,10 +137,12 @@ class ThreadComm:
         self._gone = [False] * self.size
         results: list[Any] = [None] * self.size
         failed = [False] * self.size
+        caller_backend = registry.get_backend()  # a `with fbnops.backend(...)` block is per thread
 
         def body(rank: int) -> None:
             try:
-                results[rank] = fn(_ThreadRank(self, rank))
+                with registry.backend(caller_backend):
+                    results[rank] = fn(_ThreadRank(self, rank))
             except BaseException as e:  # noqa: BLE001 - handed back to the caller
                 results[rank], failed[rank] = e, True
             finally:

@@ -55,3 +55,27 @@ def test_mpiexec_one_two_three_ranks_agree(tmp_path):
                 assert not same_bits(got, {k: runs[1][f"{case}/{k}"] for k in got}), (case, p)
             elif p == 1 and REAL_STAGES:  # one rank is the single-process op
                 assert not same_bits(got, want), case
+
+
+def test_demo_without_mpi_is_one_clean_line_and_exit_2(monkeypatch, capsys):
+    from fbnops.distributed import demo
+
+    monkeypatch.setattr(demo, "find_mpiexec", lambda: None)
+    assert demo.main(3) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'fbnops[mpi]'" in err[0], err
+    assert demo.main(0) == 2
+
+
+@pytest.mark.skipif(
+    find_mpiexec() is None or importlib.util.find_spec("mpi4py") is None, reason="needs mpi4py and mpiexec"
+)
+@pytest.mark.skipif(
+    not REAL_STAGES, reason="the demo runs the compiled stages (fbnops.kernels.stages not in the tree yet)"
+)
+def test_demo_on_two_ranks_agrees_with_the_single_process_op(capsys):
+    from fbnops.distributed import demo
+
+    assert demo.main(2) == 0
+    out = capsys.readouterr().out
+    assert "OK: every rank agrees" in out and "bitwise equal to the same call on one rank: yes" in out, out

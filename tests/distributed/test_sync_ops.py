@@ -49,13 +49,18 @@ def test_default_mode_matches_the_single_process_op(sizes, data_format, dtype):
 
 
 @needs_real_stages
+@pytest.mark.parametrize("backend", sorted({fbnops.get_backend(), "reference"}))
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW", "NDHWC", "NCDHW"])
 @pytest.mark.parametrize("factor", [1.0, 0.25])
-def test_one_rank_is_the_single_process_op_bit_for_bit(data_format, factor):
-    for dtype in ("float32", "float16", "bfloat16"):
-        b = batch(n=6, c=9, data_format=data_format, dtype=dtype, seed=3)
-        got = step(fd.SerialComm(), b, data_format=data_format, factor=factor)
-        assert not same_bits(got, single_process(b, data_format=data_format, factor=factor)), dtype
+def test_one_rank_is_the_single_process_op_bit_for_bit(backend, data_format, factor):
+    with fbnops.backend(backend):
+        for dtype in ("float32", "float16", "bfloat16"):
+            b = batch(n=6, c=9, data_format=data_format, dtype=dtype, seed=3)
+            got = step(fd.SerialComm(), b, data_format=data_format, factor=factor)
+            assert not same_bits(got, single_process(b, data_format=data_format, factor=factor)), dtype
+            ranks = sharded_step(b, [2, 0, 4], data_format=data_format, reproducible=True)
+            one = step(fd.SerialComm(), b, data_format=data_format, factor=1.0, reproducible=True)
+            assert not same_bits(joined(ranks), one), dtype
 
 
 @pytest.mark.parametrize("data_format,dtype", [("NHWC", "float32"), ("NCHW", "float16"), ("NDHWC", "bfloat16")])
