@@ -78,7 +78,10 @@ def test_shape_rule_gives_every_output_a_shape(name):
 def test_a_kernel_on_every_known_backend(name, backend):
     if backend not in fbnops.available_backends():
         pytest.skip(f"backend {backend!r} is not installed here")
-    assert callable(registry.get_kernel(name, backend))
+    kernel_op = getattr(registry.get_op_def(name), "kernel", name)  # V1/V2 run on V3's kernels
+    if not kernel_op:
+        pytest.skip(f"{name} is computed in closed form (no backend kernel)")
+    assert callable(registry.get_kernel(kernel_op, backend))
 
 
 @pytest.mark.parametrize("name", NAMES)
