@@ -160,3 +160,30 @@ def test_gradient_by_finite_differences_through_the_synchronized_forward():
     ranks = sharded_step(dict(b, dy=w.astype(np.float32)), sizes)
     analytic = float((np.concatenate([r["x_backprop"] for r in ranks]).astype(np.float64) * v).sum())
     assert abs(numeric - analytic) <= 2e-3 * max(1.0, abs(analytic)), (numeric, analytic)
+
+
+@pytest.mark.parametrize("param_grads", ["global", "local"])
+def test_frozen_gradient_global_param_grads_cost_one_round(param_grads):
+    b = batch(seed=6)
+    sizes = [4, 0, 3]
+    xs, dys = split(b["x"], sizes), split(b["dy"], sizes)
+    rs = {"reserve_space_1": b["mean"], "reserve_space_2": b["variance"], "reserve_space_3": np.zeros((), np.float32)}
+
+    def body(comm):
+        counted = fd.CountingComm(comm)
+        g = fd.FusedBatchNormGradV3(
+            counted, y_backprop=dys[comm.rank], x=xs[comm.rank], scale=b["scale"], is_training=False,
+            param_grads=param_grads, **rs,
+        )  # fmt: skip
+        return g, counted.collectives
+
+    ranks = fd.ThreadComm(3).run(body)
+    want = fbnops.raw_ops.FusedBatchNormGradV3(
+        y_backprop=b["dy"], x=b["x"], scale=b["scale"], is_training=False, **rs
+    )  # fmt: skip
+    np.testing.assert_array_equal(np.concatenate([g.x_backprop for g, _ in ranks]), want.x_backprop)
+    assert [n for _, n in ranks] == ([1, 1, 1] if param_grads == "global" else [0, 0, 0])
+    if param_grads == "global":
+        for g, _ in ranks:
+            assert rel(g.scale_backprop, want.scale_backprop) <= STAT_TOL
+            assert rel(g.offset_backprop, want.offset_backprop) <= STAT_TOL
