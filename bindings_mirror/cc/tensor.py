@@ -14,6 +14,8 @@ import enum
 import ml_dtypes
 import numpy as np
 
+from fbnops.framework import memory
+
 from .status import Status, StatusCode
 
 __all__ = ["DataType", "DT_FLOAT", "DT_DOUBLE", "DT_INT32", "DT_INT64", "DT_BOOL", "DT_HALF", "DT_BFLOAT16"]
@@ -131,43 +133,57 @@ class Tensor:
         if isinstance(dtype, np.ndarray):  # the mirror's own constructor from a computed value
             self._array = dtype
             return
-        dims = shape.dim_sizes() if isinstance(shape, TensorShape) else list(shape)
-        self._array = np.zeros(TensorShape(dims).dim_sizes(), numpy_dtype(dtype))
+        dims = TensorShape(shape.dim_sizes() if isinstance(shape, TensorShape) else list(shape)).dim_sizes()
+        np_dtype = numpy_dtype(dtype)
+        nbytes = int(np.prod(dims, dtype=object)) * np_dtype.itemsize
+        # TF's allocator fails softly: the tensor exists but IsInitialized() is false
+        self._array = np.zeros(dims, np_dtype) if memory.fits(nbytes) else None
+
+    def IsInitialized(self) -> bool:
+        return self._array is not None
+
+    def _data(self) -> np.ndarray:
+        if self._array is None:
+            raise ValueError("uninitialized Tensor (its allocation failed): check IsInitialized() first")
+        return self._array
 
     def dtype(self) -> DataType:
-        return data_type(self._array.dtype)
+        return data_type(self._data().dtype)
 
     def shape(self) -> TensorShape:
-        return TensorShape(self._array.shape)
+        return TensorShape(self._data().shape)
 
     def dims(self) -> int:
-        return self._array.ndim
+        return self._data().ndim
 
     def dim_size(self, i: int) -> int:
-        return self._array.shape[i]
+        return self._data().shape[i]
 
     def NumElements(self) -> int:
-        return self._array.size
+        return self._data().size
 
     def TotalBytes(self) -> int:
-        return self._array.nbytes
+        return self._data().nbytes
 
     def flat(self) -> np.ndarray:
-        return self._array.reshape(-1)
+        return self._data().reshape(-1)
 
     def tensor(self) -> np.ndarray:
-        return self._array
+        return self._data()
 
     vec = matrix = tensor
 
     def scalar(self) -> np.ndarray:
-        return self._array.reshape(())
+        return self._data().reshape(())
 
     def DebugString(self) -> str:
+        if self._array is None:
+            return "Tensor<uninitialized>"
         return f"Tensor<type: {DataTypeString(self._array.dtype)} shape: {self.shape().DebugString()}>"
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        return self._array if dtype is None else self._array.astype(dtype)
+        data = self._data()
+        return data if dtype is None else data.astype(dtype)
 
     def __repr__(self) -> str:
         return self.DebugString()
@@ -197,7 +213,9 @@ class Initializer:
             self.status = Status(StatusCode.kInvalidArgument, str(e))
 
     @classmethod
-    def _convert(cls, value) -> np.ndarray:
+    def _convert(cls, value, depth: int = 0) -> np.ndarray:
+        if depth > _MAX_DIMS:
+            raise _Bad(f"Initializer lists nest deeper than {_MAX_DIMS} dimensions (TensorShape's limit)")
         if isinstance(value, Tensor):
             return np.asarray(value)
         if isinstance(value, np.ndarray):
@@ -205,7 +223,7 @@ class Initializer:
         if isinstance(value, (list, tuple)):
             if not value:  # an empty initializer list is a float tensor of shape (0,)
                 return np.zeros(0, np.float32)
-            parts = [cls._convert(v) for v in value]
+            parts = [cls._convert(v, depth + 1) for v in value]
             first = parts[0]
             for p in parts:
                 if p.dtype != first.dtype:
@@ -223,6 +241,9 @@ class Initializer:
         if dtype.kind == "f" and np.isfinite(float(value)) and not np.isfinite(array):
             raise _Bad(f"{value!r} does not fit in {DataTypeString(dtype)}")
         return array
+
+
+_MAX_DIMS = 254  # TensorShape::MaxDimensions()
 
 
 class _Bad(Exception):

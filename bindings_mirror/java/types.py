@@ -9,12 +9,20 @@ tf-java).  ``close()`` releases it, and any later read raises
 from __future__ import annotations
 
 import enum
+import math
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
-from .exceptions import IllegalArgumentException, IllegalStateException, NoSuchElementException
+from fbnops.framework import memory
+
+from .exceptions import (
+    IllegalArgumentException,
+    IllegalStateException,
+    NoSuchElementException,
+    TFResourceExhaustedException,
+)
 
 __all__ = [
     "DataType",
@@ -64,6 +72,10 @@ class Shape:
     """org.tensorflow.ndarray.Shape: ``Shape.of(2, 3)``, ``Shape.unknown()``; -1 is an unknown size."""
 
     def __init__(self, dims):
+        if dims is not None and not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims if d is not None
+        ):
+            raise IllegalArgumentException(f"Shape dimensions are longs, got {list(dims)!r}")
         self.dims = None if dims is None else tuple(None if d is None or d < 0 else int(d) for d in dims)
 
     @staticmethod
@@ -89,7 +101,7 @@ class Shape:
         if i is None:
             if self.dims is None or None in self.dims:
                 return -1
-            return int(np.prod(self.dims, dtype=np.int64))
+            return math.prod(self.dims)
         d = self.dims[i]
         return -1 if d is None else d
 
@@ -145,6 +157,9 @@ class Tensor:
         if isinstance(shape_or_array, Shape):
             if shape_or_array.size() < 0:
                 raise IllegalArgumentException("Cannot allocate a tensor of unknown shape")
+            nbytes = shape_or_array.size() * cls.NUMPY.itemsize
+            if not memory.fits(nbytes):
+                raise TFResourceExhaustedException(f"OOM when allocating {cls.__name__} of shape {shape_or_array}")
             if data is None:
                 return cls(np.zeros(shape_or_array.dims, cls.NUMPY))
             flat = np.asarray(data).reshape(-1)
