@@ -87,7 +87,8 @@ class RunFileError(ValueError):
 
     def __str__(self) -> str:
         where = ":".join(str(p) for p in (self.file, self.line, self.column) if p is not None)
-        return ": ".join(p for p in (where, self.pointer, self.reason) if p)
+        key = " ".join(map(str, self.key)) if self.key and str(self.key[0]).startswith("--") else self.pointer
+        return ": ".join(p for p in (where, key, self.reason) if p)  # a command-line option, or a JSON pointer
 
     def located(self, file: str, positions: Positions) -> RunFileError:
         """This error with the file and the line:column of its key (or of its nearest parent)."""
@@ -307,11 +308,15 @@ def run_pbtxt(path: Path, feeds: dict[str, str], fetch: list[str], backend: str 
     if backend:
         for op in graph.operations():
             op.kernel_label = op.kernel_label or backend
-    try:
-        outputs = [resolve_output(graph, f) for f in fetch]
-        placeholders = {name: resolve_output(graph, name) for name in feeds}
-    except LookupError as e:
-        raise RunFileError(("--fetch/--feed",), f"{path.name}: {e.args[0]}") from None
+
+    def lookup(option: str, name: str) -> Output:
+        try:
+            return resolve_output(graph, name)
+        except LookupError as e:
+            raise RunFileError((option, name), f"{path.name}: {e.args[0]}") from None
+
+    outputs = [lookup("--fetch", f) for f in fetch]
+    placeholders = {name: lookup("--feed", name) for name in feeds}
     feed_values = {}
     for name, file in feeds.items():
         try:
