@@ -26,14 +26,10 @@ from .registry import get_op_def
 
 __all__ = ["SCHEMA", "graph_to_pbtxt", "graph_from_pbtxt"]
 
+# The types a GraphDef here may hold, named and numbered by the one dtype table.
 _DT = {
-    "DT_FLOAT": (1, np.dtype(np.float32)),
-    "DT_DOUBLE": (2, np.dtype(np.float64)),
-    "DT_INT32": (3, np.dtype(np.int32)),
-    "DT_INT64": (9, np.dtype(np.int64)),
-    "DT_BOOL": (10, np.dtype(np.bool_)),
-    "DT_BFLOAT16": (14, dtypes.bfloat16),
-    "DT_HALF": (19, np.dtype(np.float16)),
+    dtypes.enum_name(dt): (dtypes.enum_number(dt), np.dtype(dt))
+    for dt in (np.float32, np.float64, np.int32, np.int64, np.bool_, dtypes.bfloat16, np.float16)
 }
 _DT_NAME = {dt: name for name, (_, dt) in _DT.items()}
 _VALUE_FIELD = {  # TensorProto: the one repeated field that holds each dtype's values
