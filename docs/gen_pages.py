@@ -126,24 +126,9 @@ def performance_tables() -> str:
     path = Path("docs/assets/bench.json")
     if not path.exists():
         return "*No benchmark results are committed yet: run* `fbnops bench --json docs/assets/bench.json`.\n"
-    data = json.loads(path.read_text())
-    peers = [p for p in ("torch", "tf", "ref", "numba") if any(f"{p}_ms" in r for r in data["rows"])]
-    head = "| case | fbnops ms | " + " | ".join(f"{p} ms | ratio" for p in peers)
-    head += " | GB/s | % of stream | floor ms | torch / floor |"
-    lines = [head, "|" + "---|" * (6 + 2 * len(peers))]
-    for r in data["rows"]:
-        cells = [f"`{' '.join(r['case'].split())}`", f"{r['fbnops_ms']:.3f}"]
-        for p in peers:
-            cells += [f"{r[f'{p}_ms']:.3f}", f"{r[f'ratio_{p}']:.2f}"] if f"{p}_ms" in r else ["-", "-"]
-        cells += [f"{r['gbs']:.1f}", f"{100 * r['gbs'] / r['stream_gbs']:.0f}", f"{r['floor_ms']:.3f}"]
-        cells.append(f"{r['torch_floor']:.2f}" if "torch_floor" in r else "-")
-        lines.append("| " + " | ".join(cells) + " |")
-    acc = "\n".join(f"| {name} | {ds:.1e} | {do:.1e} |" for name, (ds, do) in data["accuracy"].items())
-    return "\n".join(lines) + (
-        f"\n\nA `raw_ops` gradient call on a `(2, 4, 4, 8)` tensor: **{data['tiny_us']:.1f} µs** end to end.\n\n"
-        "Accuracy, `x + 1e4`, `N·H·W = 2^20`, relative error against float64:\n\n"
-        "| implementation | scale_backprop | offset_backprop |\n|---|---|---|\n" + acc + "\n"
-    )
+    from fbnops.tools.bench.report import markdown
+
+    return markdown(json.loads(path.read_text()))
 
 
 template = Path("docs/performance.md.in").read_text()

@@ -187,9 +187,13 @@ def plot(doc: dict, path: str) -> None:
     plt.close(fig)
 
 
+KNOWN_PEERS = ("torch", "tf", "onednn", "onednn_b8", "ref", "numba")
+
+
 def markdown(doc: dict) -> str:
-    """The docs' performance tables: ratio columns headed by what they divide."""
-    rows, peers = doc["rows"], [p for p in doc.get("peers", []) if any(f"{p}_ms" in r for r in doc["rows"])]
+    """The docs' performance tables: ratio columns headed by what they divide (reads older JSON too)."""
+    rows = doc["rows"]
+    peers = [p for p in doc.get("peers", KNOWN_PEERS) if any(f"{p}_ms" in r for r in rows)]
     head = ["case", "fbnops ms"] + [h for p in peers for h in (f"{p} ms", f"fbnops / {p}")]
     head += ["floor ms", "fbnops / floor", "fbnops GB/s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -197,10 +201,11 @@ def markdown(doc: dict) -> str:
         cells = [f"`{' '.join(r['case'].split())}`", _ms(r["fbnops_ms"])]
         for p in peers:
             cells += [_ms(r.get(f"{p}_ms")), _ratio(r.get(f"ratio_{p}"))]
-        cells += [_ms(r["floor_ms"]), _ratio(r["ratio_floor"]), f"{r['gbs']:.1f}"]
+        floor_ratio = r.get("ratio_floor", r["fbnops_ms"] / r["floor_ms"])
+        cells += [_ms(r["floor_ms"]), _ratio(floor_ratio), f"{r['gbs']:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    info = doc["machine"]
-    lines += ["", *(line.removeprefix("# ") + "  " for line in header_lines(info, doc["rounds"], peers))]
+    if "machine" in doc:
+        lines += ["", *(line.removeprefix("# ") + "  " for line in header_lines(doc["machine"], doc["rounds"], peers))]
     if "tiny_us" in doc:
         lines += ["", f"A `raw_ops` gradient call on a `(2, 4, 4, 8)` tensor: **{doc['tiny_us']:.1f} µs** end to end."]
     if doc.get("accuracy"):
