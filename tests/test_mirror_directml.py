@@ -1,0 +1,251 @@
+"""DirectML mirror: the checked vectors, strides and N-D statistics, the constraint errors.
+
+The cross-mapping with oneDNN is in test_mirror_onednn.py; the header fidelity (enum values,
+feature support and levels, device methods) and bounds proofs are at the end of this module.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from bindings_mirror import directml as dml
+
+F = np.float32
+X1 = np.array([1, 2, 3, 4], F).reshape(1, 1, 2, 2)
+DY1 = np.array([0.1, 0.1, 0.2, 0.2], F).reshape(1, 1, 2, 2)
+TRAIN_DX = [0.01788854, -0.05366563, 0.05366563, -0.01788854]
+FROZEN_DX = [0.17888544, 0.17888544, 0.35777088, 0.35777088]
+GLOBAL_DX = [0.08944272, 0.08944272, 0.17888544, 0.17888544]
+
+
+# ------------------------------------------------------------------------------ DirectML helpers
+
+
+def dml_desc(op_type, x_shape, stat_shape, dtype=dml.DML_TENSOR_DATA_TYPE_FLOAT32, eps=0.0, x_strides=None):
+    T = dml.make_tensor_desc
+    cls = {
+        dml.DML_OPERATOR_BATCH_NORMALIZATION_GRAD: dml.DML_BATCH_NORMALIZATION_GRAD_OPERATOR_DESC,
+        dml.DML_OPERATOR_BATCH_NORMALIZATION_TRAINING_GRAD: dml.DML_BATCH_NORMALIZATION_TRAINING_GRAD_OPERATOR_DESC,
+    }[op_type]
+    d = cls(
+        T(dtype, x_shape, x_strides),
+        T(dtype, x_shape, x_strides),
+        T(dtype, stat_shape),
+        T(dtype, stat_shape),
+        T(dtype, stat_shape),
+        T(dtype, x_shape),
+        T(dtype, stat_shape),
+        T(dtype, stat_shape),
+        Epsilon=eps,
+    )
+    return dml.DML_OPERATOR_DESC(op_type, d)
+
+
+def dml_grad(op_type, x, dy, mean, var, scale, eps=0.0, dtype=dml.DML_TENSOR_DATA_TYPE_FLOAT32):
+    desc = dml_desc(op_type, x.shape, mean.shape, dtype, eps)
+    out = dml.run_operator(
+        dml.DMLCreateDevice(),
+        desc,
+        dict(InputTensor=x, InputGradientTensor=dy, MeanTensor=mean, VarianceTensor=var, ScaleTensor=scale),
+    )
+    return out["OutputGradientTensor"], out["OutputScaleGradientTensor"], out["OutputBiasGradientTensor"]
+
+
+def stat(v, shape=(1, 1, 1, 1)):
+    return np.full(shape, v, F)
+
+
+# ------------------------------------------------------------------------------ section D vectors
+
+
+def test_dml_checked_vectors():
+    dx, ds, db = dml_grad(dml.DML_OPERATOR_BATCH_NORMALIZATION_TRAINING_GRAD, X1, DY1, stat(2.5), stat(1.25), stat(2))
+    np.testing.assert_allclose(dx.ravel(), TRAIN_DX, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose([ds.item(), db.item()], [0.17888544, 0.6], rtol=1e-6)
+    dx, ds, db = dml_grad(dml.DML_OPERATOR_BATCH_NORMALIZATION_GRAD, X1, DY1, stat(2.5), stat(1.25), stat(2))
+    np.testing.assert_allclose(dx.ravel(), FROZEN_DX, rtol=1e-6)
+    np.testing.assert_allclose([ds.item(), db.item()], [0.17888544, 0.6], rtol=1e-6)
+    assert ds.shape == db.shape == (1, 1, 1, 1)
+
+
+# ------------------------------------------------------------------------------ strides, N-D, dtypes
+
+
+def test_dml_strides_are_honoured():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(F)
+    dy = rng.standard_normal((2, 3, 4, 5)).astype(F)
+    m, v, s = stat(0.1, (1, 3, 1, 1)), stat(0.9, (1, 3, 1, 1)), stat(1.5, (1, 3, 1, 1))
+    packed = dml_grad(dml.DML_OPERATOR_BATCH_NORMALIZATION_TRAINING_GRAD, x, dy, m, v, s, 1e-3)
+    # NHWC memory (DMLX InterleavedChannel strides) with the same logical NCHW sizes
+    strides = [3 * 4 * 5, 1, 5 * 3, 3]
+    desc = dml_desc(dml.DML_OPERATOR_BATCH_NORMALIZATION_TRAINING_GRAD, x.shape, m.shape, eps=1e-3, x_strides=strides)
+    out = dml.run_operator(
+        dml.DMLCreateDevice(),
+        desc,
+        dict(InputTensor=x, InputGradientTensor=dy, MeanTensor=m, VarianceTensor=v, ScaleTensor=s),
+    )
+    np.testing.assert_array_equal(out["OutputGradientTensor"], packed[0])
+    np.testing.assert_allclose(out["OutputScaleGradientTensor"], packed[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("stat_shape", [(1, 3, 4, 5), (1, 3, 1, 5), (1, 1, 1, 1), (2, 1, 1, 1)])
+def test_dml_reduced_axes_are_the_size_one_axes(stat_shape):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(F)
+    dy = rng.standard_normal((2, 3, 4, 5)).astype(F)
+    m = (rng.standard_normal(stat_shape) * 0.1).astype(F)
+    v = (rng.random(stat_shape) + 0.5).astype(F)
+    s = (rng.random(stat_shape) + 0.5).astype(F)
+    ax = tuple(a for a, n in enumerate(stat_shape) if n == 1)
+    x64, dy64, m64, v64, s64 = (a.astype(np.float64) for a in (x, dy, m, v, s))
+    rstd = 1 / np.sqrt(v64 + 1e-3)
+    mean = lambda t: t.mean(axis=ax, keepdims=True)  # noqa: E731
+    xc = x64 - m64  # the Mean given (the batch mean in practice; dml_onednn.md 0.2)
+    ref = s64 * rstd * ((dy64 - mean(dy64)) - xc * mean(dy64 * xc) * rstd**2)
+    dx, ds, db = dml_grad(dml.DML_OPERATOR_BATCH_NORMALIZATION_TRAINING_GRAD, x, dy, m, v, s, 1e-3)
+    assert ds.shape == stat_shape
+    np.testing.assert_allclose(dx, ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ds, (dy64 * xc * rstd).sum(axis=ax, keepdims=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(db, dy64.sum(axis=ax, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3, 8])
+def test_dml_any_dimension_count(ndim):
+    rng = np.random.default_rng(ndim)
+    shape = (4, 3, 2, 1, 2, 1, 2, 1)[:ndim] if ndim > 1 else (7,)
+    x = rng.standard_normal(shape).astype(F)
+    dy = rng.standard_normal(shape).astype(F)
+    stat_shape = tuple(1 if a != min(1, ndim - 1) else shape[a] for a in range(ndim))
+    dx, ds, db = dml_grad(
+        dml.DML_OPERATOR_BATCH_NORMALIZATION_GRAD,
+        x,
+        dy,
+        stat(0.0, stat_shape),
+        stat(1.0, stat_shape),
+        stat(2.0, stat_shape),
+    )
+    np.testing.assert_allclose(dx, dy * 2 / np.sqrt(1.0), rtol=1e-6)
+    assert ds.shape == stat_shape
+
+
+# ------------------------------------------------------------------------------ constraint violations
+
+
+def _grad_desc(**override):
+    T = dml.make_tensor_desc
+    f32 = dml.DML_TENSOR_DATA_TYPE_FLOAT32
+    members = dict(
+        InputTensor=T(f32, (2, 3, 4, 4)),
+        InputGradientTensor=T(f32, (2, 3, 4, 4)),
+        MeanTensor=T(f32, (1, 3, 1, 1)),
+        VarianceTensor=T(f32, (1, 3, 1, 1)),
+        ScaleTensor=T(f32, (1, 3, 1, 1)),
+        OutputGradientTensor=T(f32, (2, 3, 4, 4)),
+        OutputScaleGradientTensor=T(f32, (1, 3, 1, 1)),
+        OutputBiasGradientTensor=T(f32, (1, 3, 1, 1)),
+    )
+    members.update(override)
+    return dml.DML_OPERATOR_DESC(
+        dml.DML_OPERATOR_BATCH_NORMALIZATION_GRAD,
+        dml.DML_BATCH_NORMALIZATION_GRAD_OPERATOR_DESC(**members, Epsilon=1e-3),
+    )
+
+
+def _bad_buffer(**fields):
+    t = dml.make_tensor_desc(dml.DML_TENSOR_DATA_TYPE_FLOAT32, (1, 3, 1, 1))
+    for k, v in fields.items():
+        setattr(t.Desc, k, v)
+    return t
+
+
+T16 = dml.make_tensor_desc(dml.DML_TENSOR_DATA_TYPE_FLOAT16, (1, 3, 1, 1))
+DML_VIOLATIONS = [
+    (dict(MeanTensor=T16), "MeanTensor: DataType FLOAT16 differs from InputTensor's FLOAT32"),
+    (dict(VarianceTensor=dml.make_tensor_desc(1, (3, 1, 1))), "VarianceTensor: DimensionCount 3 differs"),
+    (dict(ScaleTensor=dml.make_tensor_desc(1, (1, 2, 1, 1))), "ScaleTensor: Sizes {1,2,1,1} differ from MeanTensor's"),
+    (dict(OutputGradientTensor=dml.make_tensor_desc(1, (2, 3, 4, 5))), "OutputGradientTensor: Sizes {2,3,4,5} differ"),
+    (
+        dict(
+            **{
+                n: dml.make_tensor_desc(1, (1, 3, 2, 1))
+                for n in (
+                    "MeanTensor",
+                    "VarianceTensor",
+                    "ScaleTensor",
+                    "OutputScaleGradientTensor",
+                    "OutputBiasGradientTensor",
+                )
+            }
+        ),
+        "MeanTensor: Sizes[2] = 2 must be 1 or InputTensor's size 4",
+    ),
+    (dict(MeanTensor=_bad_buffer(DataType=dml.DML_TENSOR_DATA_TYPE_INT32)), "DataType INT32 is not supported"),
+    (dict(MeanTensor=_bad_buffer(Sizes=[1, 0, 1, 1])), "a size of zero is invalid"),
+    (dict(MeanTensor=_bad_buffer(DimensionCount=9, Sizes=[1] * 9)), "DimensionCount must be 1 to 8"),
+    (dict(MeanTensor=_bad_buffer(TotalTensorSizeInBytes=4)), "TotalTensorSizeInBytes 4 is below the minimum"),
+    (dict(MeanTensor=_bad_buffer(GuaranteedBaseOffsetAlignment=3)), "GuaranteedBaseOffsetAlignment 3"),
+    (dict(MeanTensor=_bad_buffer(Strides=[1, 1])), "Strides must hold DimensionCount"),
+    (dict(OutputScaleGradientTensor=_bad_buffer(Flags=dml.DML_TENSOR_FLAG_OWNED_BY_DML)), "input tensors only"),
+    (dict(ScaleTensor=None), "ScaleTensor: required tensor is null"),
+    (dict(InputTensor=dml.DML_TENSOR_DESC(dml.DML_TENSOR_TYPE_INVALID, None)), "DML_TENSOR_TYPE_BUFFER"),
+]
+
+
+@pytest.mark.parametrize("override,message", DML_VIOLATIONS)
+def test_dml_create_operator_rejects(override, message):
+    with pytest.raises(dml.HRESULTError, match=re.escape(message)) as info:
+        dml.DMLCreateDevice().CreateOperator(_grad_desc(**override))
+    assert info.value.hresult == "E_INVALIDARG" and info.value.code == 0x80070057
+    assert "DML_BATCH_NORMALIZATION_GRAD_OPERATOR_DESC." in str(info.value)
+
+
+def test_dml_binding_and_execution_rules():
+    dev = dml.DMLCreateDevice()
+    compiled = dev.CompileOperator(dev.CreateOperator(_grad_desc()))
+    table = dev.CreateBindingTable(dml.DML_BINDING_TABLE_DESC(compiled))
+
+    def buf(n):
+        return dml.DML_BINDING_DESC(dml.DML_BINDING_TYPE_BUFFER, dml.DML_BUFFER_BINDING(dml.ID3D12Resource(n), 0, n))
+
+    with pytest.raises(dml.HRESULTError, match="4 bindings for 5 inputs"):
+        table.BindInputs([buf(384)] * 4)
+    with pytest.raises(dml.HRESULTError, match="ScaleTensor is required"):
+        table.BindInputs([buf(384), buf(384), buf(12), buf(12), dml.DML_BINDING_DESC(dml.DML_BINDING_TYPE_NONE)])
+    table.BindInputs([buf(384), buf(384), buf(12), buf(12), buf(8)])  # ScaleTensor buffer too small
+    shared = dml.ID3D12Resource(1024)
+    table.BindOutputs(
+        [
+            dml.DML_BINDING_DESC(dml.DML_BINDING_TYPE_BUFFER, dml.DML_BUFFER_BINDING(shared, 0, 384)),
+            dml.DML_BINDING_DESC(dml.DML_BINDING_TYPE_BUFFER, dml.DML_BUFFER_BINDING(shared, 368, 16)),
+            buf(12),
+        ]
+    )
+    d3d = dml.D3D12CreateDevice()
+    cmd, queue = d3d.CreateCommandList(), d3d.CreateCommandQueue()
+    rec = dev.CreateCommandRecorder()
+    rec.RecordDispatch(cmd, compiled, table)
+    cmd.Close()
+    with pytest.raises(dml.HRESULTError, match="before its IDMLOperatorInitializer was dispatched"):
+        queue.ExecuteCommandLists([cmd])
+    compiled._initialized = True
+    with pytest.raises(dml.HRESULTError, match="does not hold TotalTensorSizeInBytes 12"):
+        queue.ExecuteCommandLists([cmd])
+    table.BindInputs([buf(384), buf(384), buf(12), buf(12), buf(12)])
+    cmd.Reset()
+    rec.RecordDispatch(cmd, compiled, table)
+    cmd.Close()
+    with pytest.raises(dml.HRESULTError, match="overlap"):
+        queue.ExecuteCommandLists([cmd])
+    with pytest.raises(dml.HRESULTError, match="closed command list"):
+        rec.RecordDispatch(cmd, compiled, table)
+
+
+def test_dml_calc_buffer_tensor_size():
+    assert dml.DMLCalcBufferTensorSize(dml.DML_TENSOR_DATA_TYPE_FLOAT32, 4, [2, 3, 4, 5], None) == 480
+    assert dml.DMLCalcBufferTensorSize(dml.DML_TENSOR_DATA_TYPE_FLOAT16, 1, [3], None) == 8  # rounded up to 4 bytes
+    assert dml.DMLCalcBufferTensorSize(dml.DML_TENSOR_DATA_TYPE_FLOAT32, 2, [2, 3], [0, 1]) == 12  # broadcast rows
+    assert dml.DMLCalcBufferTensorSize(99, 1, [3], None) == 0
