@@ -5,6 +5,7 @@ names the problem, never a traceback, and writes nothing; 1 stays "a check faile
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import ml_dtypes
 import numpy as np
 import pytest
+from test_runfile import JOB as RUNFILE_JOB
 
 import fbnops
 
@@ -104,30 +106,8 @@ def test_explain_prints_every_step_and_checks_it():
     assert json.loads(fbnops_cli("explain", "--json").stdout)["ok"]
 
 
-JOB = {
-    "inputs": {
-        "x": {"random": {"shape": [4, 3, 3, 2], "seed": 0}},
-        "dy": {"npy": "dy.npy"},
-        "scale": {"value": [1.0, 2.0]},
-    },
-    "ops": [
-        {
-            "name": "bn",
-            "op": "FusedBatchNormV3",
-            "inputs": {"x": "x", "scale": "scale", "offset": {"zeros": [2]}, "mean": {"zeros": [0]},
-                       "variance": {"zeros": [0]}},
-            "attrs": {"epsilon": 0.001},
-        },
-        {
-            "name": "grad",
-            "op": "FusedBatchNormGradV3",
-            "inputs": {"y_backprop": "dy", "x": "x", "scale": "scale", "reserve_space_1": "bn.reserve_space_1",
-                       "reserve_space_2": "bn:4", "reserve_space_3": "bn.reserve_space_3"},
-            "attrs": {"epsilon": 0.001},
-        },
-    ],
-    "fetch": ["bn", "grad.x_backprop", "grad:1"],
-}  # fmt: skip
+JOB = copy.deepcopy(RUNFILE_JOB)  # tests/test_runfile.py's run file, with dy read from an .npy file
+JOB["inputs"]["dy"] = {"npy": "dy.npy"}
 
 
 @pytest.fixture
@@ -162,10 +142,13 @@ def test_run_file_matches_raw_ops_and_bare_name_is_output_0(workdir):
     f = fbnops.raw_ops.FusedBatchNormV3(x=x, scale=np.array([1, 2], np.float32), offset=np.zeros(2, np.float32),
                                         mean=e, variance=e, epsilon=1e-3)  # fmt: skip
     g = fbnops.raw_ops.FusedBatchNormGradV3(
-        y_backprop=np.load(workdir / "dy.npy"), x=x, scale=np.array([1, 2], np.float32),
-        reserve_space_1=f.reserve_space_1, reserve_space_2=f.reserve_space_2, reserve_space_3=f.reserve_space_3,
-        epsilon=1e-3,
-    )  # fmt: skip
+        y_backprop=np.load(workdir / "dy.npy"),
+        x=x,
+        scale=np.array([1, 2], np.float32),
+        reserve_space_1=f.reserve_space_1,
+        reserve_space_2=f.reserve_space_2,
+        reserve_space_3=f.reserve_space_3,
+    )  # fmt: skip  (the run file leaves the gradient's epsilon at TensorFlow's default)
     np.testing.assert_array_equal(out["bn"], f.y)
     np.testing.assert_array_equal(out["grad.x_backprop"], g.x_backprop)
     np.testing.assert_array_equal(out["grad:1"], g.scale_backprop)
@@ -176,7 +159,7 @@ def test_run_file_matches_raw_ops_and_bare_name_is_output_0(workdir):
 
 def test_run_yaml_and_bfloat16_output_is_plain_float32(workdir):
     yaml = pytest.importorskip("yaml", reason="YAML run files need PyYAML (the yaml extra)")
-    job = json.loads(json.dumps(JOB))
+    job = copy.deepcopy(JOB)
     job["inputs"]["x"]["random"]["dtype"] = "bfloat16"
     job["inputs"]["dy"] = {"random": {"shape": [4, 3, 3, 2], "seed": 1, "dtype": "bfloat16"}}
     (workdir / "job.yaml").write_text(yaml.safe_dump(job))
