@@ -190,14 +190,14 @@ class Tensor:
 
 
 def _scalar_dtype(value) -> np.dtype | None:
+    if isinstance(value, np.generic):  # before float: np.float64 is a Python float too
+        return value.dtype
     if isinstance(value, (bool, np.bool_)):
         return np.dtype(np.bool_)
     if isinstance(value, int):
         return np.dtype(np.int32 if -(2**31) <= value < 2**31 else np.int64)
     if isinstance(value, float):
         return np.dtype(np.float32)
-    if isinstance(value, np.generic):
-        return value.dtype
     return None
 
 
