@@ -11,10 +11,11 @@ import fbnops
 from fbnops.errors import InvalidArgumentError, NotFoundError
 from fbnops.framework import dtypes
 from fbnops.framework.gradients import gradients
-from fbnops.framework.graph import Graph, TensorName, parse_tensor_name
+from fbnops.framework.graph import Graph
 from fbnops.framework.layouts import DATA_FORMATS, channel_axis, to_channels_last
 from fbnops.framework.scope import EagerContext, Scope
 from fbnops.framework.session import Session
+from fbnops.framework.tensor import TensorName, parse_tensor_name
 from fbnops.testing import forward_f64
 
 F = np.float32
@@ -269,7 +270,7 @@ def test_one_tensor_name_parser(name, default, expected):
     assert parse_tensor_name(name, default_index=default) == expected
 
 
-@pytest.mark.parametrize("name", ["", ":0", "bn:", "bn:x", "bn:-1", "bn:1:2", "^bn:0", "^", "bn:١"])
+@pytest.mark.parametrize("name", ["", ":0", "bn:", "bn:x", "bn:-1", "bn:01", "bn:1:2", "^bn:0", "^", "bn:١"])
 def test_tensor_name_parser_refuses_malformed_names(name):
     with pytest.raises(InvalidArgumentError, match="is not a valid tensor name"):
         parse_tensor_name(name, default_index=0)

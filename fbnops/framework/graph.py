@@ -7,60 +7,26 @@ it).  Its outputs carry a dtype and a static shape inferred when the op is built
 error is reported at construction and names the op.
 
 Tensor names (``"op"``, ``"op:1"``, ``"^op"``) are read by one parser,
-:func:`parse_tensor_name`; each surface states what a bare ``"op"`` means.
+:func:`~fbnops.framework.tensor.parse_tensor_name`; each surface states what a bare
+``"op"`` means (:meth:`Graph.get_output`: output 0).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from . import dtypes, graphdef
 from .errors import InvalidArgumentError, NotFoundError, OpError
 from .registry import check_backend, get_op_def
-from .tensor import shape_str
+from .tensor import TensorName, parse_tensor_name, shape_str
 
 __all__ = ["Graph", "Operation", "Output", "TensorName", "parse_tensor_name", "build_operation"]
 
 Shape = tuple | None  # None: unknown rank; a dim of None: unknown size
-
-
-class TensorName(NamedTuple):
-    """A parsed tensor name: the op, the output index (``None``: the op itself), control (``^op``)."""
-
-    op: str
-    index: int | None
-    control: bool = False
-
-
-def parse_tensor_name(name: str, *, default_index: int | None) -> TensorName:
-    """Parse ``"op"``, ``"op:1"`` or ``"^op"`` (TensorFlow's ``ParseTensorName``).
-
-    ``default_index`` is what a bare ``"op"`` names, and each surface documents its own:
-
-    * ``None`` - the operation itself (a target): the core :class:`~fbnops.Session`
-      (TF1 ``Session.run`` semantics: ``sess.run("bn")`` runs ``bn`` and returns ``None``);
-    * ``0`` - its output 0: GraphDef node inputs, :meth:`Graph.get_output`, the Java
-      mirror's ``Runner.fetch("bn")`` (as tf-java), and run files / ``fbnops run --fetch bn``.
-
-    ``"^op"`` is a control input (``index=None, control=True``).  Anything else is an
-    ``InvalidArgumentError`` naming the string.
-    """
-    if not isinstance(name, str):
-        raise InvalidArgumentError(f"a tensor name must be a string, got {type(name).__name__}")
-    control = name.startswith("^")
-    op_name, sep, index_text = (name[1:] if control else name).partition(":")
-    if not op_name or (control and sep) or (sep and not (index_text.isascii() and index_text.isdigit())):
-        raise InvalidArgumentError(
-            f"The name '{name}' is not a valid tensor name: expected \"<op_name>\", "
-            f'"<op_name>:<output_index>" or "^<op_name>"'
-        )
-    if control:
-        return TensorName(op_name, None, True)
-    return TensorName(op_name, int(index_text) if sep else default_index)
 
 
 class Output:

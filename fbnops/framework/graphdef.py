@@ -15,7 +15,6 @@ This module receives the graph object and knows nothing of ``graph.py``.
 from __future__ import annotations
 
 import heapq
-import re
 from typing import Any
 
 import numpy as np
@@ -23,6 +22,7 @@ import numpy as np
 from . import _pbtxt, dtypes, memory
 from .errors import InvalidArgumentError, NotFoundError, OpError
 from .registry import get_op_def
+from .tensor import parse_tensor_name
 
 __all__ = ["SCHEMA", "graph_to_pbtxt", "graph_from_pbtxt"]
 
@@ -79,7 +79,6 @@ SCHEMA: _pbtxt.Schema = {
     },
 }
 _ENUMS = {"DataType": {name: num for name, (num, _) in _DT.items()}}
-_TENSOR_NAME = re.compile(r"^(\^?)([A-Za-z0-9.][A-Za-z0-9_./>\-]*)(?::(0|[1-9][0-9]*))?$")
 
 
 # ------------------------------------------------------------------------------------ export
@@ -266,12 +265,12 @@ def _topological(nodes: list[_pbtxt.Typed], index: dict[str, int], refs: list[li
 def _parse_inputs(node: _pbtxt.Typed, name: str, index: dict[str, int]) -> list:
     refs = []
     for ref, line, col in node.values.get("input", []):
-        m = _TENSOR_NAME.match(ref)
-        if not m or (m.group(1) and m.group(3) is not None):
+        try:
+            src, out, control = parse_tensor_name(ref, default_index=0)  # a bare input name is output 0
+        except InvalidArgumentError:
             raise node.error(
                 f"node '{name}': bad tensor name {ref!r} in 'input' (expected 'op', 'op:N' or '^op')", (line, col)
-            )
-        control, src, out = m.group(1) == "^", m.group(2), int(m.group(3) or 0)
+            ) from None
         if src not in index:
             raise node.error(f"Node '{name}' has an input from unknown node '{src}'", (line, col))
         refs.append((control, src, out, (line, col)))
