@@ -390,3 +390,24 @@ def test_feed_from_another_graph_is_illegal_state():
     other, *_ = build_graph()
     with Session(other) as s, pytest.raises(IllegalStateException, match="it is from a different graph"):
         s.runner().feed(x, X)
+
+
+@pytest.mark.parametrize("spec", fbnops.specs.all_specs(), ids=lambda s: s.name)
+def test_every_spec_is_a_core_class_on_ops(spec):
+    """Generated for every spec: tf.<opName>(...) builds org.tensorflow.op.core.<OpName>, accessors per output."""
+    from bindings_mirror.generate import camel
+
+    g = Graph()
+    tf = Ops.create(g)
+    shapes = {"tensor": (2, 2, 2, 3), "channels": (3,), "any": (3,)}
+    operands = [tf.constant(np.ones(shapes[a.kind], F)) for a in spec.inputs]
+    op = getattr(tf, spec.name[:1].lower() + spec.name[1:])(*operands)
+    assert type(op) is getattr(java.core, spec.name) and op.op().type() == spec.name
+    accessors = [getattr(op, camel(n))() for n in spec.output_names]
+    assert [o.index() for o in accessors] == list(range(len(spec.outputs)))
+    with Session(g) as s:
+        runner = s.runner()
+        for o in accessors:
+            runner.fetch(o)
+        with runner.run() as result:
+            assert result.size() == len(spec.outputs)
