@@ -249,3 +249,173 @@ def test_dml_calc_buffer_tensor_size():
     assert dml.DMLCalcBufferTensorSize(dml.DML_TENSOR_DATA_TYPE_FLOAT16, 1, [3], None) == 8  # rounded up to 4 bytes
     assert dml.DMLCalcBufferTensorSize(dml.DML_TENSOR_DATA_TYPE_FLOAT32, 2, [2, 3], [0, 1]) == 12  # broadcast rows
     assert dml.DMLCalcBufferTensorSize(99, 1, [3], None) == 0
+
+
+# ------------------------------------------------------------------------------ DirectML.h fidelity (D1-D4)
+
+
+def test_dml_header_values():
+    assert (dml.DML_OPERATOR_ACTIVATION_IDENTITY, dml.DML_OPERATOR_ACTIVATION_RELU) == (38, 44)
+    assert (dml.DML_OPERATOR_BATCH_NORMALIZATION, dml.DML_OPERATOR_BATCH_NORMALIZATION_GRAD) == (72, 146)
+    assert (dml.DML_OPERATOR_BATCH_NORMALIZATION_TRAINING, dml.DML_OPERATOR_BATCH_NORMALIZATION_TRAINING_GRAD) == (
+        151,
+        152,
+    )
+    assert (dml.DML_TENSOR_DIMENSION_COUNT_MAX, dml.DML_TENSOR_DIMENSION_COUNT_MAX1) == (5, 8)
+    assert dml.DML_TEMPORARY_BUFFER_ALIGNMENT == dml.DML_PERSISTENT_BUFFER_ALIGNMENT == 256
+    assert (dml.DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, dml.DML_FEATURE_FEATURE_LEVELS) == (0, 1)
+    assert (dml.DML_FEATURE_LEVEL_1_0, dml.DML_FEATURE_LEVEL_3_1, dml.DML_FEATURE_LEVEL_6_4) == (0x1000, 0x3100, 0x6400)
+
+
+def _max_level(device, requested):
+    query = dml.DML_FEATURE_QUERY_FEATURE_LEVELS(len(requested), requested)
+    data = dml.DML_FEATURE_DATA_FEATURE_LEVELS()
+    hr = device.CheckFeatureSupport(dml.DML_FEATURE_FEATURE_LEVELS, dml.sizeof(query), query, dml.sizeof(data), data)
+    assert hr == dml.S_OK
+    return data.MaxSupportedFeatureLevel
+
+
+def test_dml_check_feature_support():
+    levels = [
+        dml.DML_FEATURE_LEVEL_1_0,
+        dml.DML_FEATURE_LEVEL_3_1,
+        dml.DML_FEATURE_LEVEL_4_1,
+        dml.DML_FEATURE_LEVEL_5_0,
+    ]
+    assert _max_level(dml.DMLCreateDevice(), levels) == dml.DML_FEATURE_LEVEL_4_1
+    old = dml.DMLCreateDevice1(None, 0, dml.DML_FEATURE_LEVEL_1_0, supportedFeatureLevel=dml.DML_FEATURE_LEVEL_3_1)
+    assert _max_level(old, levels) == dml.DML_FEATURE_LEVEL_3_1
+    dev = dml.DMLCreateDevice()
+    for data_type, supported in ((dml.DML_TENSOR_DATA_TYPE_FLOAT32, True), (dml.DML_TENSOR_DATA_TYPE_INT32, False)):
+        query = dml.DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT(data_type)
+        data = dml.DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT()
+        dev.CheckFeatureSupport(dml.DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, 4, query, 4, data)
+        assert data.IsSupported is supported
+    query, data = dml.DML_FEATURE_QUERY_FEATURE_LEVELS(1, [0x3100]), dml.DML_FEATURE_DATA_FEATURE_LEVELS()
+    for args in ((dml.DML_FEATURE_FEATURE_LEVELS, 4, query, 4, data), (7, 16, query, 4, data)):
+        with pytest.raises(dml.HRESULTError) as e:  # a wrong struct size, an unknown DML_FEATURE
+            dev.CheckFeatureSupport(*args)
+        assert e.value.hresult == "E_INVALIDARG"
+
+
+def test_dml_feature_levels_are_enforced():
+    with pytest.raises(dml.HRESULTError) as e:
+        dml.DMLCreateDevice1(None, 0, dml.DML_FEATURE_LEVEL_5_0)
+    assert e.value.hresult == "DXGI_ERROR_UNSUPPORTED"
+    dev31 = dml.DMLCreateDevice1(None, 0, dml.DML_FEATURE_LEVEL_3_0, supportedFeatureLevel=dml.DML_FEATURE_LEVEL_3_1)
+    dev31.CreateOperator(_grad_desc())  # GRAD: 3_1
+    training = dml_desc(dml.DML_OPERATOR_BATCH_NORMALIZATION_TRAINING_GRAD, (2, 3, 4, 4), (1, 3, 1, 1))
+    with pytest.raises(dml.HRESULTError, match="needs DML_FEATURE_LEVEL 0x4100") as e:
+        dev31.CreateOperator(training)  # TRAINING_GRAD: 4_1
+    assert e.value.hresult == "E_INVALIDARG"
+    dev30 = dml.DMLCreateDevice1(None, 0, dml.DML_FEATURE_LEVEL_1_0, supportedFeatureLevel=dml.DML_FEATURE_LEVEL_3_0)
+    with pytest.raises(dml.HRESULTError, match="needs DML_FEATURE_LEVEL 0x3100"):
+        dev30.CreateOperator(_grad_desc())
+    dml.DMLCreateDevice().CreateOperator(training)
+
+
+def test_dml_device_methods_and_residency():
+    dev = dml.DMLCreateDevice()
+    assert dev.SetName("bn device") == dml.S_OK and dev.GetDeviceRemovedReason() == dml.S_OK
+    x, dy = np.ones((1, 1, 2, 2), F), np.full((1, 1, 2, 2), 0.5, F)
+    op = dev.CreateOperator(dml_desc(dml.DML_OPERATOR_BATCH_NORMALIZATION_GRAD, x.shape, (1, 1, 1, 1)))
+    compiled = dev.CompileOperator(op)
+    assert compiled.SetName("bn grad") == dml.S_OK
+    assert dev.Evict(1, [compiled]) == dml.S_OK
+    init = dev.CreateOperatorInitializer([compiled])
+    d3d = dev.GetParentDevice()
+    cmd, queue, rec = d3d.CreateCommandList(), d3d.CreateCommandQueue(), dev.CreateCommandRecorder()
+    rec.RecordDispatch(cmd, init, dev.CreateBindingTable(dml.DML_BINDING_TABLE_DESC(init)))
+    table = dev.CreateBindingTable(dml.DML_BINDING_TABLE_DESC(compiled))
+
+    def bound(value=None, n=16):
+        res = d3d.CreateCommittedResource(n)
+        if value is not None:
+            res.Upload(value)
+        return dml.DML_BINDING_DESC(dml.DML_BINDING_TYPE_BUFFER, dml.DML_BUFFER_BINDING(res, 0, n))
+
+    table.BindInputs([bound(x), bound(dy), bound(stat(0.0)), bound(stat(1.0)), bound(stat(2.0))])
+    outs = [bound(), bound(), bound()]
+    table.BindOutputs(outs)
+    rec.RecordDispatch(cmd, compiled, table)
+    cmd.Close()
+    with pytest.raises(dml.HRESULTError, match="evicted") as e:
+        queue.ExecuteCommandLists([cmd])
+    assert e.value.hresult == "DXGI_ERROR_INVALID_CALL"
+    assert dev.MakeResident(1, [compiled]) == dml.S_OK
+    queue.ExecuteCommandLists([cmd])
+    np.testing.assert_allclose(outs[0].Desc.Buffer.Readback(F, (4,)), [1.0] * 4)  # dy * 2 / sqrt(1)
+    with pytest.raises(dml.HRESULTError):
+        dev.Evict(2, [compiled])
+
+
+def test_dml_fused_relu_uses_the_header_value():
+    T = dml.make_tensor_desc
+    f32, shape, s = dml.DML_TENSOR_DATA_TYPE_FLOAT32, (1, 2, 2, 1), (1, 2, 1, 1)
+    relu = dml.DML_OPERATOR_DESC(dml.DML_OPERATOR_ACTIVATION_RELU, dml.DML_ACTIVATION_RELU_OPERATOR_DESC())
+    d = dml.DML_BATCH_NORMALIZATION_OPERATOR_DESC(
+        T(f32, shape), T(f32, s), T(f32, s), T(f32, s), T(f32, s), T(f32, shape), FusedActivation=relu
+    )
+    x = np.array([-1, 2, -3, 4], F).reshape(shape)
+    zero, one = np.zeros(s, F), np.ones(s, F)
+    out = dml.run_operator(
+        dml.DMLCreateDevice(),
+        dml.DML_OPERATOR_DESC(dml.DML_OPERATOR_BATCH_NORMALIZATION, d),
+        dict(InputTensor=x, MeanTensor=zero, VarianceTensor=one, ScaleTensor=one, BiasTensor=zero),
+    )
+    np.testing.assert_allclose(out["OutputTensor"].ravel(), [0, 2, 0, 4], rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------ bounds proof (issue 15.1)
+
+
+def _dispatch_with(binding_override):
+    """Run a GRAD op whose InputTensor binding is replaced; returns the output bytes (for 'nothing written')."""
+    dev = dml.DMLCreateDevice()
+    compiled = dev.CompileOperator(dev.CreateOperator(_grad_desc()))
+    compiled._initialized = True
+    table = dev.CreateBindingTable(dml.DML_BINDING_TABLE_DESC(compiled))
+
+    def buf(n):
+        return dml.DML_BINDING_DESC(dml.DML_BINDING_TYPE_BUFFER, dml.DML_BUFFER_BINDING(dml.ID3D12Resource(n), 0, n))
+
+    table.BindInputs([binding_override, buf(384), buf(12), buf(12), buf(12)])
+    outs = [buf(384), buf(12), buf(12)]
+    for o in outs:
+        o.Desc.Buffer.Upload(np.full(o.Desc.SizeInBytes, 7, np.uint8))
+    table.BindOutputs(outs)
+    d3d = dml.D3D12CreateDevice()
+    cmd = d3d.CreateCommandList()
+    dev.CreateCommandRecorder().RecordDispatch(cmd, compiled, table)
+    cmd.Close()
+    try:
+        d3d.CreateCommandQueue().ExecuteCommandLists([cmd])
+    except dml.HRESULTError:
+        for o in outs:  # refused before any byte was written
+            assert np.all(o.Desc.Buffer.Readback(np.uint8, (o.Desc.SizeInBytes,)) == 7)
+        raise
+    return outs
+
+
+@pytest.mark.parametrize(
+    "offset,size,resource",
+    [(-16, 384, 400), (16, 384, 384), (0, 2**64 - 16, 384), (2**63, 384, 384), (0, 384, 100), (1.5, 384, 400)],
+)
+def test_dml_binding_outside_its_buffer_is_e_invalidarg(offset, size, resource):
+    binding = dml.DML_BINDING_DESC(
+        dml.DML_BINDING_TYPE_BUFFER, dml.DML_BUFFER_BINDING(dml.ID3D12Resource(resource), offset, size)
+    )
+    with pytest.raises(dml.HRESULTError) as e:
+        _dispatch_with(binding)
+    assert e.value.hresult == "E_INVALIDARG"
+
+
+def test_dml_overlapping_output_strides_and_huge_buffers():
+    out = dml.make_tensor_desc(dml.DML_TENSOR_DATA_TYPE_FLOAT32, (2, 3, 4, 4), (0, 1, 4, 1))  # rows written twice
+    with pytest.raises(dml.HRESULTError, match="write the same element") as e:
+        dml.DMLCreateDevice().CreateOperator(_grad_desc(OutputGradientTensor=out))
+    assert e.value.hresult == "E_INVALIDARG"
+    dml.DMLCreateDevice().CreateOperator(_grad_desc(InputGradientTensor=out))  # an input may broadcast
+    with pytest.raises(dml.HRESULTError) as e:
+        dml.ID3D12Resource(2**50)  # refused before allocating
+    assert e.value.hresult == "E_OUTOFMEMORY"
