@@ -130,6 +130,8 @@ def workdir(tmp_path):
     bomb += [f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]" for p, n in zip("abcdefgh", "bcdefghi", strict=True)]
     (tmp_path / "bomb.yaml").write_text("\n".join(bomb) + "\n")
     (tmp_path / "outdir").mkdir()
+    (tmp_path / "truncated.pbtxt").write_text('node {\n  name: "x"\n  op: "Placeholder"\n')
+    (tmp_path / "unknown.pbtxt").write_text('node {\n  name: "x"\n  op: "Bogus"\n}\n')
     return tmp_path
 
 
@@ -208,6 +210,9 @@ MISTAKES = [
     (["run", "g.pbtxt", "--feed", "x=missing.npy", "--fetch", "bn"], "missing.npy"),
     (["run", "g.pbtxt", "--fetch", "bn"], "You must feed a value for placeholder tensor 'x'"),
     (["run", "g.pbtxt"], "a GraphDef run needs at least one --fetch"),
+    (["run", "truncated.pbtxt", "--fetch", "x"], "truncated.pbtxt:1:6: truncated text"),
+    (["run", "unknown.pbtxt", "--fetch", "x"], "unknown.pbtxt:3:3: node 'x': Op type not registered 'Bogus'"),
+    (["run", "g.pbtxt", "--feed", "y=x.npy", "--fetch", "bn"], "--feed y: g.pbtxt: unknown reference 'y'"),
     (["run", "job.json", "--backend", "gpu"], "invalid choice: 'gpu'"),
     (["bench", "--peers", "bogus"], "unknown peer(s) ['bogus']"),
     (["bench", "--quick", "--rounds", "3"], "not allowed with argument --quick"),

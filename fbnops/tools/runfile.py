@@ -44,6 +44,7 @@ from .. import Graph, Scope, Session
 from ..framework import dtypes
 from ..framework.errors import InvalidArgumentError, OpError, ResourceExhaustedError
 from ..framework.graph import Output, parse_tensor_name
+from ..framework.graphdef import graph_from_pbtxt
 from ..framework.memory import check_fits
 from ..framework.registry import get_op_def
 from ._arrays import ArrayFileError, check_writable, load_array, load_npz, save_npz
@@ -300,11 +301,11 @@ def run_pbtxt(path: Path, feeds: dict[str, str], fetch: list[str], backend: str 
     try:
         if path.stat().st_size > MAX_BYTES:
             raise RunFileResourceError((), f"larger than {MAX_BYTES} bytes", file=str(path))
-        graph = Graph.from_pbtxt(path.read_text(encoding="utf-8"))
+        graph = graph_from_pbtxt(path.read_text(encoding="utf-8"), Graph(), source=str(path))
     except (OSError, UnicodeDecodeError) as e:
         raise RunFileError((), f"cannot read: {getattr(e, 'strerror', None) or e}", file=str(path)) from None
-    except OpError as e:
-        raise RunFileError((), str(e), file=str(path)) from None
+    except OpError as e:  # it names path:line:column itself
+        raise RunFileError((), str(e)) from None
     if backend:
         for op in graph.operations():
             op.kernel_label = op.kernel_label or backend
