@@ -63,7 +63,7 @@ def cmd_demo(args) -> int:
     """FusedBatchNormV3 and its gradient built with the graph builders, run, and checked."""
     if args.ranks is not None:
         return _distributed_demo(args.ranks)
-    from fbnops.tools.check import gradient_error
+    from fbnops.testing.gradcheck import gradient_error
 
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
@@ -99,7 +99,7 @@ def cmd_demo(args) -> int:
     names = "x_backprop scale_backprop offset_backprop reserve_space_4 reserve_space_5".split()
     for name, v in zip(names, values[6:], strict=True):
         print(_summary(name, v))
-    worst = gradient_error(x, w, scale, offset, None, None, 1e-3, 3, True, values[6:9], 8, rng)
+    worst = gradient_error(x, w, scale, offset, None, None, 1e-3, "NHWC", True, values[6:9], 8, rng)
     ok = worst < 1e-3
     print(
         f"finite-difference check of d(sum(y*dy)) / d(x, scale, offset): max rel err {worst:.1e}  "

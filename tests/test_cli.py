@@ -71,6 +71,21 @@ def test_check_passes_covers_backends_and_prints_no_progress_off_a_terminal():
     assert doc["ok"] and {res["training"] for res in doc["results"]} == {True, False}
 
 
+def test_check_fails_on_a_wrong_gradient(monkeypatch, capsys):
+    """Exit 1 ("a check failed") when a backend's gradient is off, caught by the finite differences."""
+    from fbnops import cli
+
+    real = fbnops.raw_ops.FusedBatchNormGradV3
+
+    def off(**kw):
+        out = real(**kw)
+        return out._replace(offset_backprop=out.offset_backprop + np.float32(0.01))
+
+    monkeypatch.setattr(fbnops.raw_ops, "FusedBatchNormGradV3", off)
+    assert cli.main(["check", "--shape", "2,3,3,2", "--backends", "reference"]) == 1
+    assert "FAILED" in capsys.readouterr().out
+
+
 def test_check_shows_progress_on_a_terminal():
     pytest.importorskip("rich", reason="progress bars need rich (the cli extra)")
     import pty
