@@ -15,14 +15,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from fuzz_harness import DTYPES, MUTATIONS, SURFACES, Runner, Tally  # noqa: E402
-from reliability import (  # noqa: E402
+import fbnops
+from fbnops.testing.fuzz import Runner, Tally, random_case
+from fbnops.testing.reliability import (
     gil_release_speedup,
     peak_extra_memory,
     python_progress_during_kernels,
@@ -30,28 +28,13 @@ from reliability import (  # noqa: E402
     threaded_equals_serial,
 )
 
-import fbnops  # noqa: E402
-
 
 def fuzz(n: int, seed: int = 0) -> Tally:
     rng = np.random.default_rng(seed)
     tally, runner = Tally(), Runner(timeout=120)
     try:
         for _ in range(n):
-            surface = SURFACES[rng.integers(len(SURFACES))]
-            rank = 4 if surface in ("dml", "onednn") or rng.integers(2) else 5
-            fmt = "NCHW" if surface in ("dml", "onednn") else ["NHWC", "NCHW"][rng.integers(2)]
-            if rank == 5:
-                fmt = {"NHWC": "NDHWC", "NCHW": "NCDHW"}[fmt]
-            case = {
-                "surface": surface,
-                "shape": [int(d) for d in rng.integers(1, 6, rank)],
-                "data_format": fmt,
-                "dtype": DTYPES[rng.integers(3)],
-                "is_training": bool(rng.integers(2)),
-                "seed": int(rng.integers(2**20)),
-                "mutation": {"kind": MUTATIONS[rng.integers(len(MUTATIONS))], "pick": int(rng.integers(10_000))},
-            }
+            case = random_case(rng)
             tally.add(case, runner.run(case))
     finally:
         runner.close()

@@ -10,10 +10,10 @@ import re
 
 import numpy as np
 import pytest
-from helpers import PUBLISHED_CRASH_INPUTS, grad_inputs
 
 import fbnops
 from fbnops.errors import InvalidArgumentError, NotFoundError
+from fbnops.testing import PUBLISHED_CRASH_INPUTS, grad_inputs
 
 raw = fbnops.raw_ops
 F = np.float32

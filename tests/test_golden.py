@@ -8,14 +8,17 @@ to twice TF's own error - but must still meet the tolerance against float64.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
-from conftest import GOLDEN, STAT_TOL, X_TOL, rel_err
 
 import fbnops
 from fbnops.kernels import reference
 from fbnops.ops.canonical import NdView
+from fbnops.testing import STAT_TOL, X_TOL, Golden, rel_err
 
+GOLDEN = Golden(Path(__file__).parent / "data" / "tf_fused_batch_norm_v3.npz")
 CASES = range(len(GOLDEN))
 
 

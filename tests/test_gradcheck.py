@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import channels_of, forward_f64
 
 import fbnops
+from fbnops.testing import channels_of, forward_f64
 
 
 def numerical_derivative(f, x0: float, h: float) -> float:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from helpers import DTYPES, FORMATS, channels_of, forward_f64, grad_f64
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fbnops
 from fbnops.framework.layouts import channel_axis
+from fbnops.testing import DTYPES, FORMATS, channels_of, forward_f64, grad_f64
 
 # Relative tolerance per storage dtype for tensor outputs (one rounding of T plus
 # float32 arithmetic), and for the float32 per-channel outputs.

@@ -10,12 +10,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from reliability import peak_extra_memory, python_progress_during_kernels, rss_growth, threaded_equals_serial
 
 import fbnops
+from fbnops.testing.params import backend_params, compiled_backend_params
+from fbnops.testing.reliability import (
+    peak_extra_memory,
+    python_progress_during_kernels,
+    rss_growth,
+    threaded_equals_serial,
+)
 
 NAN_INF = Path(__file__).parent / "data" / "tf_nan_inf.npz"
-BACKENDS = fbnops.available_backends()
 
 
 def _nan_inf_cases():
@@ -24,7 +29,7 @@ def _nan_inf_cases():
     return data, meta
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", backend_params())
 def test_nan_and_inf_propagate_like_tensorflow(backend):
     data, meta = _nan_inf_cases()
     assert len(meta) == 48
@@ -59,7 +64,7 @@ def test_nan_and_inf_propagate_like_tensorflow(backend):
                 np.testing.assert_allclose(have[finite], want[finite], rtol=1e-4, atol=1e-4, err_msg=where)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", backend_params())
 def test_eight_threads_mixed_calls_bitwise_equal_serial(backend):
     ok, n = threaded_equals_serial(backend, n_threads=8, n_calls=200)
     assert n == 1600 and ok
@@ -77,7 +82,7 @@ def test_peak_extra_memory_of_a_gradient_call():
     assert peak <= outputs + scratch_bound, (peak, outputs)
 
 
-@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "reference"])
+@pytest.mark.parametrize("backend", compiled_backend_params())
 def test_kernels_release_the_gil(backend):
     """While one thread runs kernels, another keeps most of its Python throughput (~0 if the GIL were held)."""
     assert python_progress_during_kernels(backend) > 0.5

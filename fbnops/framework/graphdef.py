@@ -277,9 +277,8 @@ def _parse_inputs(node: _pbtxt.Typed, name: str, index: dict[str, int]) -> list:
     return refs
 
 
-def graph_from_pbtxt(text: str, graph: Any, source: str = "<pbtxt>") -> Any:
-    """Add the nodes of GraphDef ``text`` to ``graph``; every error names ``source:line:col``."""
-    gdef = _pbtxt.type_message(_pbtxt.parse(text, source), "GraphDef", SCHEMA, source, _ENUMS)
+def _prepare(gdef: _pbtxt.Typed) -> list[tuple]:
+    """Every node checked and decoded, in topological order: ``(node, name, op_type, refs, attrs, label)``."""
     nodes = gdef.all("node")
     index: dict[str, int] = {}
     for i, node in enumerate(nodes):
@@ -291,6 +290,7 @@ def graph_from_pbtxt(text: str, graph: Any, source: str = "<pbtxt>") -> Any:
         index[name] = i
     refs = [_parse_inputs(node, node.get("name"), index) for node in nodes]
     budget = [0]  # bytes of constants decoded so far: the guard covers their sum
+    plan = []
     for i in _topological(nodes, index, refs):
         node, name = nodes[i], nodes[i].get("name")
         op_type = node.get("op")
@@ -301,8 +301,14 @@ def graph_from_pbtxt(text: str, graph: Any, source: str = "<pbtxt>") -> Any:
         attrs = dict(_attr(a, op_def.attr_kinds, name, op_type, budget) for a in node.all("attr"))
         label = attrs.pop("_kernel", None)
         attrs = {k: v for k, v in attrs.items() if k in op_def.attr_kinds}
+        plan.append((node, name, op_type, refs[i], attrs, label))
+    return plan
+
+
+def _build(plan: list[tuple], graph: Any) -> None:
+    for node, name, op_type, refs, attrs, label in plan:
         inputs, control = [], []
-        for is_control, src, out, where in refs[i]:
+        for is_control, src, out, where in refs:
             op = graph.get_operation(src)
             if is_control:
                 control.append(op)
@@ -320,4 +326,15 @@ def graph_from_pbtxt(text: str, graph: Any, source: str = "<pbtxt>") -> Any:
             raise node.error(f"node '{name}': {e.message}", cls=type(e)) from None
         except (KeyError, TypeError, ValueError) as e:  # an op definition's own check, typed here
             raise node.error(f"node '{name}' ({op_type}): {type(e).__name__}: {e}") from None
+
+
+def graph_from_pbtxt(text: str, graph: Any, source: str = "<pbtxt>") -> Any:
+    """Add the nodes of GraphDef ``text`` to ``graph``, all or none (TensorFlow's ImportGraphDef is
+    atomic too); every error names ``source:line:col``."""
+    plan = _prepare(_pbtxt.type_message(_pbtxt.parse(text, source), "GraphDef", SCHEMA, source, _ENUMS))
+    for node, name, *_ in plan:
+        if graph.operation(name) is not None:
+            raise node.error(f"Duplicate node name in graph: '{name}' (already in the graph imported into)")
+    _build(plan, type(graph)())  # a scratch copy first: a failure leaves the caller's graph untouched
+    _build(plan, graph)
     return graph

@@ -1,4 +1,8 @@
-"""Shared measurements for tests/test_reliability.py and benchmarks/reliability.py."""
+"""Reliability measurements: threads vs serial, GIL release, resident-memory growth, peak memory.
+
+Used by tests/test_reliability.py and benchmarks/reliability.py; each returns a number or a
+verdict the caller asserts or prints.
+"""
 
 from __future__ import annotations
 
