@@ -69,16 +69,24 @@ def test_printed_report_names_machine_units_and_only_the_chosen_peers(tmp_path, 
 
 
 def test_compare_flags_regressions_beyond_threshold_and_noise(tiny_run, tmp_path, capsys):
-    faster_before = {**tiny_run, "rows": [{**r, "fbnops_ms": r["fbnops_ms"] / 3, "fbnops_spread": 0.0}
-                                          for r in tiny_run["rows"]]}  # fmt: skip
-    old = tmp_path / "old.json"
-    old.write_text(json.dumps(faster_before))
-    lines, regressions = report.compare(tiny_run["rows"], faster_before, 0.10)
+    rows = [{**r, "fbnops_spread": 0.0} for r in tiny_run["rows"]]
+
+    def scaled(factor, spread=0.0):
+        return {
+            **tiny_run,
+            "rows": [{**r, "fbnops_ms": r["fbnops_ms"] * factor, "fbnops_spread": spread} for r in rows],
+        }
+
+    lines, regressions = report.compare(rows, scaled(1 / 3), 0.10)
     assert regressions == 4 and sum("REGRESSION" in line for line in lines) == 4
-    slower_before = {**tiny_run, "rows": [{**r, "fbnops_ms": r["fbnops_ms"] * 3, "fbnops_spread": 0.0}
-                                          for r in tiny_run["rows"]]}  # fmt: skip
-    lines, regressions = report.compare(tiny_run["rows"], slower_before, 0.10)
+    assert report.compare(rows, scaled(1 / 1.05), 0.10)[1] == 0  # within the threshold
+    assert report.compare(rows, scaled(1 / 3, spread=2.5), 0.10)[1] == 0  # within the noise
+    lines, regressions = report.compare(rows, scaled(3), 0.10)
     assert regressions == 0 and sum("faster" in line for line in lines) == 4
+    other = {**scaled(1), "machine": {**tiny_run["machine"], "cpu": "another CPU"}}
+    assert any("not comparable" in line for line in report.compare(rows, other, 0.10, tiny_run["machine"])[0])
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(scaled(1 / 100)))
     assert main([*TINY, "--compare", str(old)]) == 1  # the command: exit 1 when a case regressed
     assert "REGRESSION" in capsys.readouterr().out
 

@@ -210,7 +210,7 @@ def run(args, threads: int | None = None) -> int:
         report.plot(doc, args.plot)
         print(f"# plot written to {args.plot}")
     if old is not None:
-        lines, regressions = report.compare(rows, old, args.threshold / 100)
+        lines, regressions = report.compare(rows, old, args.threshold / 100, info)
         print("\n".join(["", f"# compared with {args.compare}", *lines]))
         return 1 if regressions else 0
     return 0

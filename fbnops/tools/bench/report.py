@@ -129,7 +129,7 @@ def _case_key(row: dict) -> str:
     return row.get("key") or " ".join(row["case"].split())
 
 
-def compare(rows: list[dict], old: dict, threshold: float) -> tuple[list[str], int]:
+def compare(rows: list[dict], old: dict, threshold: float, machine: dict | None = None) -> tuple[list[str], int]:
     """Lines comparing this run's fbnops times with an earlier JSON report, and the regression count.
 
     A case regresses when it is slower by more than ``threshold`` (0.10: 10 %) and by more
@@ -153,6 +153,20 @@ def compare(rows: list[dict], old: dict, threshold: float) -> tuple[list[str], i
         times = f"{o['fbnops_ms']:10.3f} {r['fbnops_ms']:10.3f} {change:8.2f}"
         lines.append(f"{r['case']:{CASE_WIDTH}s} {times} {floors:>21s}{verdict}")
     matched = len(lines) - 1
+    before_machine = old.get("machine", {})
+    if (
+        machine
+        and before_machine
+        and (before_machine.get("cpu"), before_machine.get("threads"))
+        != (
+            machine["cpu"],
+            machine["threads"],
+        )
+    ):
+        lines.append(
+            f"# note: the old run is from {before_machine.get('cpu')} with {before_machine.get('threads')} threads: "
+            "its times are not comparable; the fbnops/floor ratios are"
+        )
     lines.append(f"# compared {matched} cases: {regressions} regression(s) beyond {100 * threshold:.0f}% and the noise")
     return lines, regressions
 
