@@ -63,19 +63,19 @@ class op:  # noqa: N801
         self.add_inputs([lt])
 
     def add_inputs(self, lts: Sequence[logical_tensor]) -> None:
-        lts = list(lts)
-        if not all(isinstance(lt, logical_tensor) for lt in lts):
-            raise error("invalid_arguments", f"op '{self._name}': inputs must be logical tensors")
-        self._inputs.extend(lts)
+        self._inputs.extend(self._checked(lts, "inputs"))
 
     def add_output(self, lt: logical_tensor) -> None:
         self.add_outputs([lt])
 
     def add_outputs(self, lts: Sequence[logical_tensor]) -> None:
+        self._outputs.extend(self._checked(lts, "outputs"))
+
+    def _checked(self, lts: Sequence[logical_tensor], what: str) -> list[logical_tensor]:
         lts = list(lts)
         if not all(isinstance(lt, logical_tensor) for lt in lts):
-            raise error("invalid_arguments", f"op '{self._name}': outputs must be logical tensors")
-        self._outputs.extend(lts)
+            raise error("invalid_arguments", f"op '{self._name}': {what} must be logical tensors")
+        return lts
 
     def get_id(self) -> int:
         return self._id
