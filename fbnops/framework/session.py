@@ -91,6 +91,8 @@ class Session:
             return f
         if isinstance(f, str):
             name = parse_tensor_name(f, default_index=None)  # TF1: a bare name is the operation (a target)
+            if name.control:
+                raise InvalidArgumentError(f"'{f}' names a control input; fetch the operation '{name.op}' instead")
             op = self.graph.get_operation(name.op)
             if name.index is None:
                 return op
