@@ -35,6 +35,7 @@ exact; :func:`load_npz` restores it), atomically.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -277,10 +278,13 @@ def _build_op(b: _Builder, i: int, entry: dict, label: str | None) -> None:
     args = [b.resolve(given[n], (*key, "inputs", n)) for n in op_def.input_names]
     scope = b.scope.with_op_name(name)
     scope = scope.with_kernel_label(label) if label else scope
+    attrs = entry.get("attrs", {})
     try:
-        scope.add_op(op_type, args, entry.get("attrs", {}))
-    except (OpError, TypeError, ValueError) as e:
-        raise RunFileError(key, f"{op_type} ({name}): {e}") from None
+        scope.add_op(op_type, args, attrs)
+    except (OpError, TypeError, ValueError, OverflowError) as e:
+        named = re.search(r"\battr(?:\(s\))? \[?'?(\w+)", str(e), re.IGNORECASE)  # point at the attr the message names
+        at = (*key, "attrs", named.group(1)) if named and named.group(1) in attrs else key
+        raise RunFileError(at, f"{op_type} ({name}): {e}") from None
 
 
 def run_file(path: str | Path, backend: str | None = None) -> dict[str, np.ndarray]:

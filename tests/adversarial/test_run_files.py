@@ -24,6 +24,7 @@ JOB = {
             "op": "FusedBatchNormV3",
             "inputs": {"x": "x", "scale": "scale", "offset": {"zeros": [3]}, "mean": {"zeros": [0]},
                        "variance": {"zeros": [0]}},
+            "attrs": {"epsilon": 0.001, "data_format": "NHWC", "is_training": True},
         },
         {
             "name": "grad",
@@ -35,7 +36,7 @@ JOB = {
     "fetch": ["grad", "bn.y"],
 }  # fmt: skip
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),

@@ -61,7 +61,7 @@ def header_lines(info: dict, rounds: int, peers: list[str]) -> list[str]:
     caches = ", ".join(f"{k} {v}" for k, v in info["caches"].items()) or "unknown"
     versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items())
     return [
-        f"# CPU: {info['cpu']}; SIMD: {' '.join(info['flags']) or 'none detected'}; caches (per core): {caches}",
+        f"# CPU: {info['cpu']}; SIMD: {' '.join(info['flags']) or 'none detected'}; caches (as cpu0 sees them): {caches}",
         f"# {info['cores']} cores available, {info['threads']} threads used; {versions}",
         f"# {rounds} interleaved rounds; times are medians ±half the interquartile range; "
         "fbnops/X is the median of the per-round ratios (< 1: fbnops is faster)",
