@@ -42,11 +42,9 @@ def save(fig, name: str) -> None:
 
 def canonical_shape(shape: tuple[int, ...], data_format: str) -> tuple[int, int, int]:
     """The kernels' (outer, C, inner) view, asked of fbnops itself."""
-    from fbnops.ops import canonical
+    from fbnops.ops.canonical import NdView
 
-    if hasattr(canonical, "for_data_format"):
-        return tuple(canonical.for_data_format(shape, data_format).view)
-    return tuple(canonical.NdView(shape, [1 if data_format.startswith("NC") else len(shape) - 1]).view)
+    return tuple(NdView.for_data_format(shape, data_format).view)
 
 
 def layouts_figure() -> None:
