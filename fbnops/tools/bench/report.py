@@ -61,7 +61,7 @@ def header_lines(info: dict, rounds: int, peers: list[str]) -> list[str]:
     caches = ", ".join(f"{k} {v}" for k, v in info["caches"].items()) or "unknown"
     versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items())
     return [
-        f"# CPU: {info['cpu']}; SIMD: {' '.join(info['flags']) or 'none detected'}; caches (as cpu0 sees them): {caches}",
+        f"# CPU: {info['cpu']}; SIMD: {' '.join(info['flags']) or 'none detected'}; caches (cpu0): {caches}",
         f"# {info['cores']} cores available, {info['threads']} threads used; {versions}",
         f"# {rounds} interleaved rounds; times are medians ±half the interquartile range; "
         "fbnops/X is the median of the per-round ratios (< 1: fbnops is faster)",
@@ -182,7 +182,7 @@ def plot(doc: dict, path: str) -> None:
     peers = [p for p in doc["peers"] if any(f"{p}_ms" in r for r in rows)]
     names = ["fbnops", *peers, "floor"]
     y = np.arange(len(rows))
-    fig, ax = plt.subplots(figsize=(10, 0.34 * len(rows) + 2.2))
+    fig, ax = plt.subplots(figsize=(10, 0.34 * len(rows) + 2.4), layout="constrained")
     height = 0.8 / len(names)
     for k, name in enumerate(names):
         label = "floor (stream 2 arrays in, 1 out)" if name == "floor" else name
@@ -193,10 +193,8 @@ def plot(doc: dict, path: str) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("milliseconds per call (median of interleaved rounds, log scale)")
     info = doc["machine"]
-    ax.set_title(f"fbnops {fbnops.__version__}: batch norm on {info['cpu']}, {info['threads']} threads", fontsize=9)
-    # above the axes, in columns: it cannot cover a bar
-    ax.legend(fontsize=8, ncols=min(len(names), 4), loc="lower left", bbox_to_anchor=(0, 1.02), frameon=False)
-    fig.tight_layout()
+    fig.suptitle(f"fbnops {fbnops.__version__}: batch norm on {info['cpu']}, {info['threads']} threads", fontsize=10)
+    fig.legend(fontsize=8, ncols=min(len(names), 4), loc="outside lower center", frameon=False)  # cannot cover a bar
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
