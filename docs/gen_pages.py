@@ -106,12 +106,20 @@ def op_page(spec: OpSpec) -> str:
         ],
         "",
     ]
-    if spec.gradient:
+    if spec.gradient in {s.name for s in all_specs()}:
         lines += [
             "## Gradient",
             "",
             f"Registered gradient: [`{spec.gradient}`]({spec.gradient}.md), fed the "
             "forward's reserve spaces in training and its `mean`/`variance` inputs otherwise.",
+            "",
+        ]
+    elif spec.gradient:  # a grad op: its gradient is the fbnops-internal second-order op
+        lines += [
+            "## Gradient",
+            "",
+            f"Registered gradient: `{spec.gradient}` (fbnops-internal, TensorFlow's `_FusedBatchNormGradGrad` "
+            "semantics): the gradients with respect to `y_backprop`, `x` and `scale`.",
             "",
         ]
     return "\n".join(lines)

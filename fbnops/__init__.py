@@ -20,7 +20,14 @@ from .framework.registry import available_backends, backend, get_backend, regist
 from .framework.scope import EagerContext, Scope
 from .framework.session import Session
 from .framework.threads import get_num_threads, set_num_threads
-from .ops import fused_batch_norm_grad_v3, fused_batch_norm_v3  # noqa: F401  (register the ops)
+from .ops import (  # noqa: F401  (register the ops)
+    fused_batch_norm,
+    fused_batch_norm_grad,
+    fused_batch_norm_grad_v2,
+    fused_batch_norm_grad_v3,
+    fused_batch_norm_v2,
+    fused_batch_norm_v3,
+)
 
 __version__ = "0.1.0"
 

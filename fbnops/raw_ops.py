@@ -8,7 +8,10 @@ defaults, returning a namedtuple of NumPy arrays::
     out.x_backprop, out.scale_backprop
 
 The functions are generated at import from the specs (like TensorFlow's
-``gen_nn_ops.py``), so their signatures always match the specs.
+``gen_nn_ops.py``), so their signatures always match the specs.  Arguments are
+converted as ``tf.raw_ops`` converts them (:mod:`fbnops.ops.convert`): Python lists
+and numbers, arrays of another dtype, TensorFlow's ``TypeError`` for an attr of the
+wrong type.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import collections
 
 from numpy.typing import ArrayLike
 
-from .ops.execute import execute as _execute
+from .ops.convert import convert_attrs, convert_inputs
+from .ops.execute import execute
 from .specs import ATTR_TYPES, OpSpec, all_specs
 
 __all__ = [spec.name for spec in all_specs()]
@@ -42,6 +46,11 @@ def _docstring(spec: OpSpec) -> str:
     return "\n".join(lines)
 
 
+def _run(spec: OpSpec, inputs: dict, attrs: dict) -> tuple:
+    attrs = convert_attrs(spec, attrs)  # TensorFlow's order: attr types, then inputs, then allowed values
+    return execute(spec.name, convert_inputs(spec, inputs), attrs)
+
+
 def _make(spec: OpSpec):
     """Generate ``def Op(*, inputs..., attrs=defaults..., name=None)`` for one spec."""
     outputs = collections.namedtuple(spec.name, spec.output_names)
@@ -54,9 +63,15 @@ def _make(spec: OpSpec):
     attrs = ", ".join(f"{a.name!r}: {a.name}" for a in spec.attrs)
     src = (
         f"def {spec.name}(*, {', '.join(params)}) -> {spec.name}Output:\n"
-        f"    return _Outputs(*_execute({spec.name!r}, {{{inputs}}}, {{{attrs}}}))\n"
+        f"    return _Outputs(*_run(_SPEC, {{{inputs}}}, {{{attrs}}}))\n"
     )
-    namespace = {"_Outputs": outputs, f"{spec.name}Output": outputs, "_execute": _execute, "ArrayLike": ArrayLike}
+    namespace = {
+        "_Outputs": outputs,
+        f"{spec.name}Output": outputs,
+        "_run": _run,
+        "_SPEC": spec,
+        "ArrayLike": ArrayLike,
+    }
     exec(compile(src, f"<fbnops.raw_ops.{spec.name}>", "exec"), namespace)
     fn = namespace[spec.name]
     fn.__doc__ = _docstring(spec)

@@ -45,6 +45,7 @@ import numbers
 import warnings
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ..framework import dtypes, memory
@@ -54,6 +55,7 @@ from ..specs import OpSpec
 __all__ = ["convert_inputs", "convert_attrs"]
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+_FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, np.dtype(np.float64))
 _INT32 = np.iinfo(np.int32)
 _REAL_TYPES = (numbers.Real, np.integer, np.floating)  # TensorFlow's compat.real_types
 
@@ -130,11 +132,17 @@ def _out_of_range(value: Any, target: np.dtype, name: str, op: str) -> InvalidAr
     )
 
 
+def _float_max(dt: np.dtype) -> float | None:
+    """The largest finite value of a float dtype (bfloat16 included); None for other dtypes."""
+    return float(ml_dtypes.finfo(dt).max) if dt in _FLOATS else None
+
+
 def _check_range(src: np.ndarray, out: np.ndarray, name: str, op: str) -> None:
     """A finite value that became ``inf`` did not fit the target dtype: refuse it (TF would store inf)."""
-    if out.dtype.kind != "f" or src.dtype.kind not in "fiu" or out.size == 0:
+    out_max, src_max = _float_max(out.dtype), _float_max(src.dtype)
+    if out_max is None or (src_max is None and src.dtype.kind not in "iu") or out.size == 0:
         return
-    if src.dtype.kind == "f" and np.finfo(src.dtype).max <= np.finfo(out.dtype).max:
+    if src_max is not None and src_max <= out_max:
         return  # a narrower or equal float type always fits
     with np.errstate(invalid="ignore"):
         bad = np.isinf(out) & np.isfinite(src)
@@ -161,13 +169,17 @@ def _cast(arr: np.ndarray, target: np.dtype, name: str, op: str) -> np.ndarray:
     return out
 
 
-def _convert_literal(raw: np.ndarray, value: Any, target: np.dtype, name: str, op: str) -> np.ndarray:
+def _check_literal(raw: np.ndarray, value: Any, target: np.dtype) -> None:
+    """TensorFlow's ``TypeError`` for a literal its target dtype cannot hold (a float into an int...)."""
     if raw.dtype.kind not in "biuf" or (target.kind in "biu" and raw.dtype.kind == "f"):
-        raise TypeError(f"Cannot convert {value!r:.200} to EagerTensor of dtype {dtypes.tf_name(target)}")
-    if target.kind == "f" and raw.dtype.kind == "f":
-        finite = np.isfinite(raw)
-        if (np.abs(raw[finite]) > np.finfo(target).max).any():
-            raise _out_of_range(raw[finite & (np.abs(raw) > np.finfo(target).max)].flat[0], target, name, op)
+        raise TypeError(f"Cannot convert {value!r:.200} to EagerTensor of dtype {_tf_dtype_name(target)}")
+
+
+def _convert_literal(raw: np.ndarray, target: np.dtype, name: str, op: str) -> np.ndarray:
+    if _float_max(target) is not None and raw.dtype.kind == "f":
+        big = np.isfinite(raw) & (np.abs(raw) > _float_max(target))
+        if big.any():
+            raise _out_of_range(raw[big].flat[0], target, name, op)
     return _cast(raw, target, name, op)
 
 
@@ -194,27 +206,28 @@ def convert_inputs(spec: OpSpec, inputs: dict[str, Any]) -> dict[str, np.ndarray
     # The dtype of each type attr: its first input's own (or inferred) dtype.
     bound: dict[str, np.dtype] = {}
     for arg in spec.inputs:
-        if arg.type not in spec.type_attrs or arg.type in bound:
-            continue
-        dt = arrays[arg.name].dtype if arg.name in arrays else _inferred_dtype(literals[arg.name][0])
-        dt = dt.newbyteorder("=")
-        allowed = spec.type_attrs[arg.type]
-        if dt.kind not in "fc" or _tf_dtype_name(dt) not in allowed:
+        if arg.type in spec.type_attrs and arg.type not in bound:
+            dt = arrays[arg.name].dtype if arg.name in arrays else _inferred_dtype(literals[arg.name][0])
+            bound[arg.type] = dt.newbyteorder("=")
+    targets = {arg.name: bound.get(arg.type) or dtypes.from_tf_name(arg.type) for arg in spec.inputs}
+    # TensorFlow's order: every input is converted (a literal that cannot be raises TypeError), then
+    # the attrs are checked.  Literals are checked here; arrays cast to anything.
+    for name, (raw, value) in literals.items():
+        _check_literal(raw, value, targets[name])
+    for attr, dt in bound.items():
+        allowed = spec.type_attrs[attr]
+        if _tf_dtype_name(dt) not in allowed:
             raise InvalidArgumentError(
-                f"Value for attr '{arg.type}' of {_tf_dtype_name(dt)} is not in the list of allowed values: "
+                f"Value for attr '{attr}' of {_tf_dtype_name(dt)} is not in the list of allowed values: "
                 f"{', '.join(allowed)}",
                 op,
             )
-        bound[arg.type] = dt
-
     out: dict[str, np.ndarray] = {}
     for arg in spec.inputs:
-        target = bound.get(arg.type) or dtypes.from_tf_name(arg.type)
         if arg.name in literals:
-            raw, value = literals[arg.name]
-            out[arg.name] = _convert_literal(raw, value, target, arg.name, op)
+            out[arg.name] = _convert_literal(literals[arg.name][0], targets[arg.name], arg.name, op)
         else:
-            out[arg.name] = _cast(arrays[arg.name], target, arg.name, op)
+            out[arg.name] = _cast(arrays[arg.name], targets[arg.name], arg.name, op)
     return out
 
 

@@ -21,7 +21,7 @@ from ..framework import dtypes, memory, registry
 from ..framework.errors import InvalidArgumentError
 from ..framework.layouts import channel_axis
 from ..framework.tensor import as_array, shape_str
-from ..specs import ArgSpec, OpSpec, get_spec
+from ..specs import ArgSpec, OpSpec
 from .validation import check_attrs, check_dtypes, is_required
 
 __all__ = ["prepare", "execute", "contiguous"]
@@ -68,12 +68,12 @@ def _check_shapes(spec: OpSpec, arrays: dict[str, np.ndarray], attrs: dict[str, 
         _check_tensor_rank(name, arrays[name], op)
     for arg in vectors:
         _check_vector_rank(arg, arrays[arg.name], op)
-    if len(tensors) == 2:  # gradient: y_backprop and x must agree exactly
-        dy, x = arrays[tensors[0]], arrays[tensors[1]]
-        if dy.shape != x.shape:
+    x = arrays["x"]
+    for name in tensors:  # gradients: y_backprop (and any other data tensor) must have x's shape exactly
+        if name != "x" and arrays[name].shape != x.shape:
             raise InvalidArgumentError(
-                f"x and y_backprop must have same shape, but x has shape {shape_str(x.shape)} "
-                f"and y_backprop has shape {shape_str(dy.shape)}",
+                f"x and {name} must have same shape, but x has shape {shape_str(x.shape)} "
+                f"and {name} has shape {shape_str(arrays[name].shape)}",
                 op,
             )
     x_shape = arrays["x"].shape
@@ -127,7 +127,7 @@ def contiguous(a: np.ndarray) -> np.ndarray:
 
 def prepare(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]) -> tuple[OpSpec, dict[str, np.ndarray], dict]:
     """Validate a call; return ``(spec, arrays, attrs)`` ready for a kernel."""
-    spec = get_spec(op_type)
+    spec = registry.get_op_def(op_type).spec
     attrs = check_attrs(spec, attrs)
     arrays = {}
     for arg in spec.inputs:
@@ -148,5 +148,11 @@ def execute(
 ) -> tuple[np.ndarray, ...]:
     """Run one op eagerly: validate, then dispatch to ``backend`` (default: the current one)."""
     _, arrays, attrs = prepare(op_type, inputs, attrs)
-    kernel = registry.get_kernel(op_type, backend)
-    return registry.get_op_def(op_type).body(kernel, arrays, attrs)
+    op_def = registry.get_op_def(op_type)
+    if op_def.kernel:
+        kernel = registry.get_kernel(op_def.kernel, backend)
+    else:  # a closed-form NumPy body; an unknown or missing backend is still refused
+        if backend:
+            registry.check_backend(backend)
+        kernel = None
+    return op_def.body(kernel, arrays, attrs)

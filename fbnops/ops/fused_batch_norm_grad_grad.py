@@ -34,17 +34,36 @@ statistics ``pm``, ``pv`` and ``r = rsqrt(pv + eps)``::
 
 ``grad_y_backprop`` and ``grad_x`` have the dtype of ``x`` (TensorFlow casts back
 through the float32 casts), ``grad_scale`` is float32.
+
+**An op TensorFlow does not have.**  In a graph the second-order gradient is one
+node of type ``FusedBatchNormGradGrad`` (:data:`SPEC`; closed-form NumPy, no backend
+kernel), which :func:`second_order_gradient` adds for the registered gradient of
+``FusedBatchNormGrad``, ``FusedBatchNormGradV2`` and ``FusedBatchNormGradV3``.  It is
+not in ``fbnops.specs.all_specs()``: no ``raw_ops`` function, no mirror classes.  A
+graph holding it exports to GraphDef text and imports back into fbnops, but
+TensorFlow cannot import it (``Op type not registered 'FusedBatchNormGradGrad'``):
+export the first-order graph, and let TensorFlow differentiate it, instead.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..framework import memory
+from ..framework.graph import Operation, Output
+from ..framework.registry import register_op_def
+from ..framework.scope import Scope
+from ..specs._common import EPSILON, IS_TRAINING, T_TYPES, data_format_attr
+from ..specs.op_spec import ArgSpec, OpSpec, Surfaces
+from .canonical import NdView
+from .op_def import NO_KERNEL, SpecOpDef
+from .shape_inference import fused_batch_norm_shape
+from .support_grads import zeros_like
 
-__all__ = ["GradGrad", "grad_grad_view"]
+__all__ = ["SPEC", "OP_DEF", "GradGrad", "grad_grad_view", "second_order_gradient"]
 
 AXES = (0, 2)  # the reduced axes of the canonical view
 _TEMPORARIES = 8  # full-size float arrays alive at once (the memory check's estimate)
@@ -113,3 +132,74 @@ def grad_grad_view(
             gx = g * _channel(b * r)
             gscale = (a * g).sum(AXES, dtype=np.float64).astype(compute) * r
     return GradGrad(ggy.astype(out_dtype), gx.astype(out_dtype), gscale.astype(np.result_type(np.float32, compute)))
+
+
+# ---------------------------------------------------------------------------------------
+# The op (fbnops-internal) and the registered gradient of the grad ops
+# ---------------------------------------------------------------------------------------
+
+_UPSTREAM = "The gradient flowing into the grad op's output "
+SPEC = OpSpec(
+    name="FusedBatchNormGradGrad",
+    summary="Second-order gradient of batch normalization (fbnops-internal; TensorFlow has no such op).",
+    description=(
+        "The gradients of FusedBatchNormGrad{,V2,V3} with respect to y_backprop, x and scale, given the "
+        "gradients flowing into its outputs x_backprop, scale_backprop and offset_backprop."
+    ),
+    inputs=(
+        ArgSpec("y_backprop", "T", "tensor", "The grad op's y_backprop."),
+        ArgSpec("x", "T", "tensor", "The grad op's x."),
+        ArgSpec("scale", "float", "channels", "The grad op's scale."),
+        ArgSpec("reserve_space_1", "float", "channels", "Inference: the population mean (unused in training)."),
+        ArgSpec("reserve_space_2", "float", "channels", "Inference: the population variance (unused in training)."),
+        ArgSpec("grad_x_backprop", "T", "tensor", _UPSTREAM + "x_backprop."),
+        ArgSpec("grad_scale_backprop", "float", "channels", _UPSTREAM + "scale_backprop."),
+        ArgSpec("grad_offset_backprop", "float", "channels", _UPSTREAM + "offset_backprop."),
+    ),
+    outputs=(
+        ArgSpec("grad_y_backprop", "T", "tensor", "The gradient with respect to y_backprop."),
+        ArgSpec("grad_x", "T", "tensor", "The gradient with respect to x."),
+        ArgSpec("grad_scale", "float", "channels", "The gradient with respect to scale."),
+    ),
+    attrs=(EPSILON, data_format_attr("The data format of y_backprop, x and grad_x_backprop."), IS_TRAINING),
+    type_attrs={"T": T_TYPES},
+    kernel_type_attrs={"T": T_TYPES},
+    surfaces=Surfaces(java_class="", java_endpoint="", cc_class="", python=""),
+)
+
+
+def _body(kernel: None, a: dict[str, np.ndarray], attrs: dict[str, Any]) -> GradGrad:
+    view = NdView.for_data_format(a["x"].shape, attrs["data_format"])
+    tensors = {k: view.to_view(a[k]) for k in ("y_backprop", "x", "grad_x_backprop")}
+    out = grad_grad_view(
+        tensors["y_backprop"],
+        tensors["x"],
+        a["scale"],
+        a["reserve_space_1"],
+        a["reserve_space_2"],
+        tensors["grad_x_backprop"],
+        a["grad_scale_backprop"],
+        a["grad_offset_backprop"],
+        epsilon=attrs["epsilon"],
+        is_training=attrs["is_training"],
+        op=SPEC.name,
+    )
+    return GradGrad(view.from_view(out.grad_y_backprop), view.from_view(out.grad_x), out.grad_scale)
+
+
+def second_order_gradient(scope: Scope, op: Operation, grads: Sequence[Output | None]) -> list[Output | None]:
+    """TensorFlow's ``_FusedBatchNormGradGrad{,V2,V3}``: gradients for ``y_backprop``, ``x``, ``scale``.
+
+    An upstream gradient that is ``None`` counts as zeros (TensorFlow fills it with
+    ``ZerosLike``); the reserve spaces get ``None``.
+    """
+    upstream = list(grads[:3])
+    if all(g is None for g in upstream):
+        return [None] * len(op.inputs)
+    filled = [g if g is not None else zeros_like(scope, out) for g, out in zip(upstream, op.outputs, strict=False)]
+    attrs = {k: op.attrs[k] for k in ("epsilon", "data_format", "is_training")}
+    gg = scope.add_op(SPEC.name, [*op.inputs[:5], *filled], attrs)
+    return [*gg.outputs, *[None] * (len(op.inputs) - 3)]
+
+
+OP_DEF = register_op_def(SpecOpDef(SPEC, body=_body, shape=fused_batch_norm_shape, kernel=NO_KERNEL))

@@ -1,9 +1,11 @@
-"""FusedBatchNormGradV3: its eager body and graph binding, side by side.
+"""FusedBatchNormGradV3: its eager body, graph binding and gradient, side by side.
 
 The registration block at the bottom is the whole op for the framework: the
-spec, the body run by :func:`~fbnops.ops.execute.execute` and the shape rule of
-graph mode.  ``SPEC.gradient`` is ``None``: no gradient of the gradient is
-registered.
+spec, the body run by :func:`~fbnops.ops.execute.execute`, the shape rule of
+graph mode, and its gradient - the second-order gradient of batch norm
+(:mod:`fbnops.ops.fused_batch_norm_grad_grad`, TensorFlow's
+``_FusedBatchNormGradGradV3``).  :func:`register_backward` does the same for
+``FusedBatchNormGrad``/``FusedBatchNormGradV2``: the same body on V3's kernels.
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from ..framework.registry import register_op_def
-from ..specs import get_spec
+from ..framework.registry import register_gradient, register_op_def
+from ..specs import OpSpec, get_spec
 from .canonical import NdView
 from .execute import contiguous
+from .fused_batch_norm_grad_grad import second_order_gradient
 from .op_def import SpecOpDef
 from .shape_inference import fused_batch_norm_shape
 
-__all__ = ["SPEC", "OP_DEF"]
+__all__ = ["SPEC", "OP_DEF", "register_backward"]
 
 SPEC = get_spec("FusedBatchNormGradV3")
 
@@ -45,5 +48,12 @@ def _backward(kernel: Callable, a: dict[str, np.ndarray], attrs: dict[str, Any])
     return dx.reshape(x.shape), dscale, doffset, placeholder, placeholder.copy()
 
 
-# The op: spec, eager body, shape rule.
-OP_DEF = register_op_def(SpecOpDef(SPEC, body=_backward, shape=fused_batch_norm_shape))
+def register_backward(spec: OpSpec) -> SpecOpDef:
+    """Register a batch-norm grad op (V1/V2/V3): V3's body and kernels, the second-order gradient."""
+    op_def = register_op_def(SpecOpDef(spec, body=_backward, shape=fused_batch_norm_shape, kernel=SPEC.name))
+    register_gradient(spec.name)(second_order_gradient)
+    return op_def
+
+
+# The op: spec, eager body, shape rule, gradient.
+OP_DEF = register_backward(SPEC)

@@ -3,7 +3,9 @@
 The registration block at the bottom is the whole op for the framework (JAX's
 ``def_impl`` / ``def_abstract_eval`` / ``primitive_jvps`` lines): the spec, the
 body run by :func:`~fbnops.ops.execute.execute`, the shape rule of graph mode,
-and the gradient that ``fbnops.gradients`` uses.
+and the gradient that ``fbnops.gradients`` uses.  :func:`register_forward` does
+the same for the V1/V2 forward ops (``fused_batch_norm.py``, ``fused_batch_norm_v2.py``):
+the same body on V3's kernels, without ``reserve_space_3``.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ from ..framework.graph import Operation, Output
 from ..framework.layouts import is_channels_first, to_channels_last
 from ..framework.registry import register_gradient, register_op_def
 from ..framework.scope import Scope
-from ..specs import get_spec
+from ..specs import OpSpec, get_spec
 from .canonical import NdView
 from .execute import contiguous
 from .op_def import SpecOpDef
 from .shape_inference import fused_batch_norm_shape
 
-__all__ = ["SPEC", "OP_DEF", "running_statistics"]
+__all__ = ["SPEC", "OP_DEF", "running_statistics", "register_forward"]
 
 SPEC = get_spec("FusedBatchNormV3")
 
@@ -109,22 +111,32 @@ def _gradient(scope: Scope, op: Operation, grads: Sequence[Output | None]) -> li
     x, scale = op.inputs[0], op.inputs[1]
     attrs = {"epsilon": op.attrs["epsilon"], "is_training": op.attrs["is_training"]}
     fmt = op.attrs["data_format"]
+    grad_op = get_spec(op.type).gradient  # V1/V2/V3: FusedBatchNormGrad{,V2,V3}
+    # V3 also passes its reserve_space_3 output (V1/V2 have none)
     if op.attrs["is_training"]:
-        rs = [op.outputs[3], op.outputs[4], op.outputs[5]]
+        rs = [op.outputs[3], op.outputs[4], *op.outputs[5:]]
     else:
-        rs = [op.inputs[3], op.inputs[4], op.outputs[5]]
+        rs = [op.inputs[3], op.inputs[4], *op.outputs[5:]]
     if not op.attrs["is_training"] and is_channels_first(fmt):
         last_fmt, to_last, to_first = to_channels_last(fmt)
         g = scope.add_op(
-            SPEC.gradient,
+            grad_op,
             [_transpose(scope, dy, to_last), _transpose(scope, x, to_last), scale, *rs],
             {**attrs, "data_format": last_fmt},
         )
         return [_transpose(scope, g.output(0), to_first), g.output(1), g.output(2), None, None]
-    g = scope.add_op(SPEC.gradient, [dy, x, scale, *rs], {**attrs, "data_format": fmt})
+    g = scope.add_op(grad_op, [dy, x, scale, *rs], {**attrs, "data_format": fmt})
     return [g.output(0), g.output(1), g.output(2), None, None]
 
 
+def register_forward(spec: OpSpec) -> SpecOpDef:
+    """Register a forward batch-norm op (V1/V2/V3): V3's body and kernels, its first ``len(outputs)`` outputs."""
+    n_out = len(spec.outputs)
+    body = _forward if n_out == len(SPEC.outputs) else lambda kernel, a, attrs: _forward(kernel, a, attrs)[:n_out]
+    op_def = register_op_def(SpecOpDef(spec, body=body, shape=fused_batch_norm_shape, kernel=SPEC.name))
+    register_gradient(spec.name)(_gradient)
+    return op_def
+
+
 # The op: spec, eager body, shape rule, gradient.
-OP_DEF = register_op_def(SpecOpDef(SPEC, body=_forward, shape=fused_batch_norm_shape))
-register_gradient(SPEC.name)(_gradient)
+OP_DEF = register_forward(SPEC)

@@ -19,21 +19,25 @@ from ..specs import ATTR_TYPES, OpSpec
 from .execute import execute
 from .validation import check_attrs, check_dtypes
 
-__all__ = ["SpecOpDef", "EagerBody", "ShapeRule"]
+__all__ = ["SpecOpDef", "EagerBody", "ShapeRule", "NO_KERNEL"]
 
 # body(kernel, arrays, attrs) -> output arrays: what TensorFlow's OpKernel::Compute does around the kernel.
 EagerBody = Callable[[Callable, dict[str, np.ndarray], dict[str, Any]], tuple[np.ndarray, ...]]
 # shape(spec, input shapes, attrs) -> output shapes: TensorFlow's shape function.
 ShapeRule = Callable[[OpSpec, dict[str, Any], dict[str, Any]], list]
+# SpecOpDef(kernel=NO_KERNEL): the body computes without a backend kernel (it receives None).
+NO_KERNEL = ""
 
 
 class SpecOpDef(OpDef):
     """Build = the spec's attr/dtype checks + the op's shape rule; run = the op's eager body."""
 
-    def __init__(self, spec: OpSpec, *, body: EagerBody, shape: ShapeRule):
+    def __init__(self, spec: OpSpec, *, body: EagerBody, shape: ShapeRule, kernel: str | None = None):
         self.spec = spec
         self.body = body
         self.shape = shape
+        # the op type whose registered kernels run this op (V1/V2 run on V3's kernels)
+        self.kernel = spec.name if kernel is None else kernel
         self.name = spec.name
         self.input_names = spec.input_names
         self.output_names = spec.output_names

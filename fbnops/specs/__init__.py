@@ -11,13 +11,27 @@ Adding an op: write its spec module (``SPEC = OpSpec(...)``, built from
 
 from __future__ import annotations
 
-from . import fused_batch_norm_grad_v3, fused_batch_norm_v3
+from . import (
+    fused_batch_norm,
+    fused_batch_norm_grad,
+    fused_batch_norm_grad_v2,
+    fused_batch_norm_grad_v3,
+    fused_batch_norm_v2,
+    fused_batch_norm_v3,
+)
 from .op_spec import ATTR_TYPES, ArgSpec, AttrSpec, AttrType, OpSpec, Surfaces
 
 __all__ = ["ArgSpec", "AttrSpec", "AttrType", "ATTR_TYPES", "OpSpec", "Surfaces", "get_spec", "all_specs"]
 
 # In registration order (the order of raw_ops, the mirrors and the docs).
-_SPEC_MODULES = (fused_batch_norm_v3, fused_batch_norm_grad_v3)
+_SPEC_MODULES = (
+    fused_batch_norm_v3,
+    fused_batch_norm_grad_v3,
+    fused_batch_norm,
+    fused_batch_norm_grad,
+    fused_batch_norm_v2,
+    fused_batch_norm_grad_v2,
+)
 
 _REGISTRY: dict[str, OpSpec] = {mod.SPEC.name: mod.SPEC for mod in _SPEC_MODULES}
 

@@ -72,6 +72,6 @@ SPEC = OpSpec(
             ("is_training=False", "no equivalent: the 1-output BatchNormTrainingBackward omits the scale factor"),
         ),
     ),
-    gradient=None,
+    gradient="FusedBatchNormGradGrad",
     seeds=("000", "001", "002"),
 )
