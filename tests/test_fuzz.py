@@ -89,3 +89,25 @@ def test_published_crash_inputs_are_rejected_on_every_surface(surface, name):
         return
     assert surface == "cc" and isinstance(out, str), f"{surface} accepted {name}"  # C++: a non-OK Status
     assert out.startswith("INVALID_ARGUMENT") and any(n in out for n in surfaces.alias_names(arg)), out
+
+
+def test_run_isolated_reports_each_way_a_call_can_end():
+    from fbnops.testing import run_isolated
+
+    assert run_isolated("result = 6 * 7").value == 42
+    crash = run_isolated("import ctypes; ctypes.string_at(0)", timeout=60)
+    assert crash.kind == "crash" and crash.signal == "SIGSEGV"
+    assert run_isolated("import time; time.sleep(60)", timeout=2).kind == "hang"
+    typed = run_isolated("from fbnops.testing.attack_helpers import raw_grad; raw_grad(scale=None)", timeout=60)
+    assert typed.kind == "error" and typed.typed, typed
+    untyped = run_isolated("raise KeyError('k')", timeout=60)
+    assert untyped.kind == "error" and not untyped.typed and untyped.error_type == "builtins.KeyError"
+    assert run_isolated("raise KeyError('k')", typed=(KeyError,), timeout=60).typed
+
+
+def test_every_attack_class_is_covered():
+    from fbnops.testing.attacks import ATTACKS, CLASSES
+
+    counts = {c: sum(a.cls == c for a in ATTACKS) for c in CLASSES}
+    assert all(n >= 4 for n in counts.values()), counts
+    assert len({a.name for a in ATTACKS}) == len(ATTACKS)

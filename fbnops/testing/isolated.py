@@ -4,7 +4,8 @@
 
 * ``"ok"``    - it returned (``value`` holds the result when it can be pickled);
 * ``"error"`` - it raised (``error_type``, ``message``; ``typed`` is True for an
-  :class:`fbnops.errors.OpError` or one of the ``typed`` classes given);
+  :class:`fbnops.errors.OpError` or one of the ``typed`` classes given: a class, a dotted or
+  bare class name, or a module prefix ending in ``.`` such as ``"bindings_mirror."``);
 * ``"crash"`` - the process died of a signal (``signal``: ``"SIGSEGV"``, ``"SIGABRT"``, ...)
   or exited without reporting;
 * ``"hang"``  - it did not finish within ``timeout`` seconds and was killed.
@@ -55,7 +56,11 @@ except BaseException as e:
         typed = isinstance(e, OpError)
     except Exception:
         pass
-    typed = typed or any(c.__module__ + "." + c.__qualname__ in job["typed"] for c in type(e).__mro__)
+    names = job["typed"]
+    for c in type(e).__mro__:
+        full = c.__module__ + "." + c.__qualname__
+        typed = typed or full in names or c.__qualname__ in names or any(
+            n.endswith(".") and full.startswith(n) for n in names)
     report({"kind": "error", "error_type": type(e).__module__ + "." + type(e).__qualname__,
             "mro": [c.__module__ + "." + c.__qualname__ for c in type(e).__mro__],
             "message": str(e)[:4000], "typed": typed, "traceback": traceback.format_exc()[-4000:]})
@@ -102,7 +107,7 @@ def run_isolated(
     *args,
     timeout: float = 60.0,
     typed: tuple = (),
-    env: dict | None = None,
+    env: dict | None = None,  # extra variables; a value of None unsets one
     memory_limit: int | None = None,
     **kwargs,
 ) -> Outcome:
@@ -118,6 +123,7 @@ def run_isolated(
     }
     path = os.pathsep.join(p for p in sys.path if p)  # the child imports what the caller can import
     child_env = dict(os.environ, PYTHONFAULTHANDLER="1", PYTHONPATH=path, **(env or {}))
+    child_env = {k: v for k, v in child_env.items() if v is not None}  # None: unset in the child
     proc = subprocess.Popen(
         [sys.executable, "-c", _CHILD % _MARK],
         stdin=subprocess.PIPE,
