@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import figures_arch  # noqa: E402
 
 import fbnops  # noqa: E402
+from fbnops.framework.layouts import channel_axis  # noqa: E402
 from fbnops.specs import get_spec  # noqa: E402
 
 CHANNEL_COLOURS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52"]
@@ -52,7 +53,7 @@ def layouts_figure() -> None:
     cases = [("NHWC", (n, h, w, c)), ("NCHW", (n, c, h, w)), ("NDHWC", (n, d, h, w, c)), ("NCDHW", (n, c, d, h, w))]
     fig, axes = plt.subplots(len(cases), 1, figsize=(11, 7.6))
     for ax, (fmt, shape) in zip(axes, cases, strict=True):
-        axis = 1 if fmt.startswith("NC") else len(shape) - 1
+        axis = channel_axis(fmt, len(shape))
         channel = np.indices(shape)[axis].ravel()  # the channel of each element, in memory order
         sample = np.indices(shape)[0].ravel()
         outer, C, inner = canonical_shape(shape, fmt)

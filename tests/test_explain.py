@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import fbnops
+from fbnops.framework.layouts import channel_axis
 from fbnops.kernels import reference
 from fbnops.tools.explain import example_inputs, explain
 
@@ -41,8 +42,9 @@ def test_every_step_is_checked_against_the_kernels(fmt, shape, dtype, training):
 def test_numbers_match_the_float64_reference_kernel(fmt, shape):
     e, inp = _explained(fmt, shape)
     c = inp["scale"].shape[0]
-    moved = np.moveaxis(inp["x"], 1 if fmt == "NCHW" else -1, 1).astype(np.float64)
-    dmoved = np.moveaxis(inp["dy"], 1 if fmt == "NCHW" else -1, 1).astype(np.float64)
+    axis = channel_axis(fmt, inp["x"].ndim)
+    moved = np.moveaxis(inp["x"], axis, 1).astype(np.float64)
+    dmoved = np.moveaxis(inp["dy"], axis, 1).astype(np.float64)
     x3 = moved.reshape(moved.shape[0], c, -1)  # (outer, C, inner) as the reference expects
     dy3 = dmoved.reshape(x3.shape)
     _, mean, var = reference.batch_norm(x3, inp["scale"], inp["offset"], None, None, epsilon=1e-3, is_training=True,

@@ -18,6 +18,7 @@ from bindings_mirror.cc import ops_gen as cc_ops
 from bindings_mirror.java import ops_gen as java_ops
 from fbnops import Graph, Scope, Session, gradients
 from fbnops.errors import InvalidArgumentError
+from fbnops.framework.layouts import channel_axis
 from fbnops.specs import get_spec
 from fbnops.testing import Golden, rel_err, tolerance
 
@@ -135,7 +136,7 @@ def test_type_and_format_rules():
 def _forward_graph(op: str, shape, fmt: str, is_training: bool):
     scope = Scope(Graph())
     x = scope.placeholder(F, shape, name="x")
-    c = shape[1] if fmt == "NCHW" else shape[-1]
+    c = shape[channel_axis(fmt, len(shape))]
     rng = np.random.default_rng(3)
     consts = [scope.constant((rng.random(c) + 0.5).astype(F), name=n) for n in ("scale", "offset", "mean", "variance")]
     fwd = scope.with_op_name("bn").add_op(op, [x, *consts], {"data_format": fmt, "is_training": is_training})

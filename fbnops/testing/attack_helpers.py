@@ -17,12 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..framework.layouts import channel_axis
+
 F = np.float32
 TMP = Path(tempfile.mkdtemp())
 
 
 def grad_inputs(shape=(2, 3, 2, 2), fmt="NCHW", dt=F):
-    c = shape[1] if fmt.startswith("NC") else shape[-1]
+    c = shape[channel_axis(fmt, len(shape))]
     rng = np.random.default_rng(0)
     return dict(
         y_backprop=rng.standard_normal(shape).astype(dt),

@@ -261,8 +261,9 @@ def run_dml_onednn(case: dict) -> str:
         got = res[0]
         training = True
     from fbnops.kernels import reference
+    from fbnops.ops.canonical import NdView
 
-    view = (shape[0], c, int(np.prod(shape[2:])))
+    view = NdView.for_data_format(shape, "NCHW").view  # oneDNN's plain layout
     want, _, _ = reference.batch_norm_grad(
         x.reshape(view), dy.reshape(view), gamma, mean, var, epsilon=1e-3, is_training=training, compute=np.float64
     )

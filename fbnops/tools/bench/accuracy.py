@@ -6,6 +6,7 @@ import numpy as np
 
 import fbnops
 from fbnops.kernels import reference
+from fbnops.ops.canonical import NdView
 
 from .cases import EPS
 from .peers import tf_grad
@@ -24,7 +25,7 @@ def accuracy(peers, shape=(16, 256, 256, 4)) -> dict[str, tuple[float, float]]:
     mean = x.astype(np.float64).mean(axis=(0, 1, 2)).astype(np.float32)
     var = x.astype(np.float64).var(axis=(0, 1, 2)).astype(np.float32)
     scale = np.ones(c, np.float32)
-    view = (x.size // c, c, 1)
+    view = NdView.for_data_format(shape, "NHWC").view
     _, ds64, do64 = reference.batch_norm_grad(
         x.reshape(view), dy.reshape(view), scale, mean, var, epsilon=EPS, is_training=True, compute=np.float64
     )
