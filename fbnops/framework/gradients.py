@@ -43,8 +43,10 @@ def gradients(
     for t in [*ys, *xs]:
         if not isinstance(t, Output) or t.graph is not graph:
             raise InvalidArgumentError("gradients(): ys and xs must be Outputs of one graph")
-    if scope is None:
-        scope = Scope(graph).sub_scope("gradients")
+    if scope is None:  # "gradients", then "gradients_1", ... (as TensorFlow): a second call adds new names
+        used = {op.name.split("/", 1)[0] for op in graph.operations()}
+        prefix = next(p for i in range(len(used) + 1) if (p := f"gradients_{i}" if i else "gradients") not in used)
+        scope = Scope(graph).sub_scope(prefix)
 
     # Ops on a path from some x to some y, in topological order.
     reach_y: set[Operation] = set()
