@@ -424,6 +424,14 @@ result = "ok"
 """,
         "ok",
     ),
+    *[
+        _a(7, f"kernel plan helper ({where}) with zero sizes {args}", f"result = {call}(*{args!r})", "either")
+        for where, call in (
+            ("Python", "__import__('fbnops.kernels._plan', fromlist=['plan']).plan"),
+            ("Cython", "__import__('fbnops.kernels._cython._tools', fromlist=['plan']).plan"),
+        )
+        for args in ((0, 0, 0, 4), (1, 3, 0, 4))
+    ],
     _a(
         7,
         "oneDNN output into a read-only array",
