@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 
 # module -> whether to descend into its public classes
 SURFACES = [
     "fbnops",
     "fbnops.raw_ops",
     "fbnops.errors",
+    "fbnops.testing",
     "bindings_mirror.java",
     "bindings_mirror.cc",
     "bindings_mirror.cc.ops",
@@ -71,7 +73,10 @@ def dump_object(prefix: str, obj) -> list[str]:
         elif callable(member):
             lines.append(f"{path}: function{_sig(member)}")
         else:
-            lines.append(f"{path}: {type(member).__name__} = {member!r}"[:200])
+            shown = repr(member)
+            shown = " ".join(shown.split()) if "\n" in shown else shown  # one line per object
+            shown = re.sub(r" at 0x[0-9a-fA-F]+>", ">", shown)  # no memory addresses: the same every run
+            lines.append(f"{path}: {type(member).__name__} = {shown}"[:200])
     return lines
 
 
