@@ -1,0 +1,104 @@
+"""``fbnops.raw_ops`` converts arguments as ``tf.raw_ops`` does (the table in raw_ops_cases.py).
+
+Also: the converted call computes what the same call with explicitly typed arrays
+computes, the memory guard refuses casts and copies that cannot fit before
+allocating them (broadcast views, big-endian arrays), and the caller's arrays are
+never modified.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from raw_ops_cases import ROWS, Row, call_inputs
+
+import fbnops
+from fbnops.errors import InvalidArgumentError, ResourceExhaustedError
+
+CLASSES = {"InvalidArgumentError": InvalidArgumentError, "TypeError": TypeError, "ValueError": ValueError}
+HUGE = (10**6, 10**4, 1, 3)  # 3e10 elements: more than any test machine's memory once copied
+
+
+def run(row: Row):
+    return getattr(fbnops.raw_ops, row.op)(**call_inputs(row), **row.attrs)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_conversion_table(row):
+    kind, detail = row.ours
+    if kind == "ok":
+        out = run(row)
+        assert out[0].dtype == np.dtype(detail)
+        assert all(np.isfinite(a).all() for a in out[:3] if a.size)
+        return
+    with pytest.raises(CLASSES[kind]) as info:
+        run(row)
+    assert detail in str(info.value)
+    if kind == "TypeError":  # TensorFlow's exact class: not one of fbnops' OpErrors
+        assert type(info.value) is TypeError
+
+
+def test_converted_call_equals_the_typed_call():
+    """Lists, scalars and other dtypes give exactly what the explicitly typed arrays give."""
+    base = call_inputs(ROWS[0])
+    loose = {
+        "y_backprop": base["y_backprop"].tolist(),
+        "x": base["x"].astype(np.float64),
+        "scale": base["scale"].astype(np.float16).tolist(),
+        "reserve_space_1": base["reserve_space_1"].tolist(),
+        "reserve_space_2": base["reserve_space_2"].astype(np.float64),
+        "reserve_space_3": 0,
+    }
+    typed = {k: np.asarray(v, np.float32) for k, v in loose.items()}
+    got = fbnops.raw_ops.FusedBatchNormGradV3(**loose, epsilon=True, is_training=np.True_, data_format=b"NHWC")
+    want = fbnops.raw_ops.FusedBatchNormGradV3(**typed, epsilon=1.0, is_training=True, data_format="NHWC")
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "what,value",
+    [
+        ("broadcast float64 view", lambda: np.broadcast_to(np.float64(1.0), HUGE)),
+        ("broadcast big-endian view", lambda: np.broadcast_to(np.array(1.0, ">f4"), HUGE)),
+        ("broadcast int8 view", lambda: np.broadcast_to(np.int8(1), HUGE)),
+    ],
+)
+def test_memory_guard_before_any_cast(what, value):
+    inputs = {**call_inputs(ROWS[0]), "x": value()}
+    tracemalloc.start()
+    try:
+        with pytest.raises(ResourceExhaustedError, match="OOM when allocating a float copy of input 'x'"):
+            fbnops.raw_ops.FusedBatchNormGradV3(**inputs)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, f"{what}: {peak} bytes allocated before the refusal"
+
+
+def test_big_endian_inputs_give_the_native_result():
+    base = call_inputs(ROWS[0])
+    swapped = {k: v.astype(v.dtype.newbyteorder(">")) for k, v in base.items()}
+    got = fbnops.raw_ops.FusedBatchNormGradV3(**swapped)
+    want = fbnops.raw_ops.FusedBatchNormGradV3(**base)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype.isnative
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_callers_arrays_are_not_modified():
+    base = call_inputs(ROWS[0])
+    inputs = {**base, "x": base["x"].astype(np.float64), "scale": base["scale"].astype(np.float16)}
+    before = {k: v.copy() for k, v in inputs.items()}
+    fbnops.raw_ops.FusedBatchNormGradV3(**inputs)
+    for k, v in inputs.items():
+        assert v.dtype == before[k].dtype
+        np.testing.assert_array_equal(v, before[k])
+
+
+def test_error_names_the_input():
+    with pytest.raises(InvalidArgumentError, match=r"\(input 'reserve_space_2'\)"):
+        fbnops.raw_ops.FusedBatchNormGradV3(**{**call_inputs(ROWS[0]), "reserve_space_2": [[1.0], [2.0, 3.0]]})
