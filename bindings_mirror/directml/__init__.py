@@ -14,7 +14,18 @@ at ``CreateOperator`` (an ``HRESULTError`` naming the member and the rule),
 compile, initialize, binding in desc-member order with ``DML_BINDING_TYPE_NONE`` for
 absent optional tensors, and command recording.
 
-Semantics (dml_onednn.md): ``BATCH_NORMALIZATION_GRAD`` is the frozen-statistics
+Feature levels are enforced (``GRAD`` needs 3_1, ``TRAINING``/``TRAINING_GRAD`` 4_1;
+``DMLCreateDevice1`` and ``CheckFeatureSupport`` as in the header), and every strided
+buffer is proven in bounds (``fbnops.framework.strided``) before a dispatch reads or
+writes it: what DirectML leaves undefined is refused with ``E_INVALIDARG``.
+
+Modules, by concept: ``enums`` (header values, ``HRESULTError``), ``descs`` (structs,
+``DMLCalcBufferTensorSize``), ``schemas`` (each operator as data, with its execute),
+``validation`` (CreateOperator's checks), ``d3d12`` (the collapsed D3D12 objects),
+``objects`` (operators, compiled operators, initializers), ``binding`` (binding tables),
+``recorder`` (dispatch), ``device`` (IDMLDevice, DMLCreateDevice/1), ``run`` (run_operator).
+
+Semantics: ``BATCH_NORMALIZATION_GRAD`` is the frozen-statistics
 gradient (``dx = dy*Scale/sqrt(Variance+Epsilon)``, what TensorFlow computes with
 ``is_training=False``); ``BATCH_NORMALIZATION_TRAINING_GRAD`` the full one (it uses the
 Mean/Variance tensors given, as TensorFlow does with its reserve spaces).  The
