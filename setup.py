@@ -87,16 +87,19 @@ class BuildExt(build_ext):
 
 debug = os.environ.get("FBNOPS_DEBUG_CYTHON", "") not in ("", "0")
 KERNEL_DIR = "fbnops/kernels/_cython"
+KERNEL_INCLUDES = ("_batch_norm_impl.pxi", "_loops.pxi", "_entry_points.pxi", "_plan_constants.pxi", "_plan.pxd",
+                   "_fp.h", "_fp.pxd", "_openmp.pxd")  # fmt: skip
 extensions = [
     Extension(
         f"fbnops.kernels._cython.{name}",
         [f"{KERNEL_DIR}/{name}.pyx"],
         include_dirs=[np.get_include(), KERNEL_DIR],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION")],
-        depends=[f"{KERNEL_DIR}/{f}" for f in ("_batch_norm_impl.pxi", "_fp.h", "_fp.pxd", "_openmp.pxd")],
+        depends=[f"{KERNEL_DIR}/{f}" for f in KERNEL_INCLUDES],
     )
-    # the portable build, and the same source for x86-64-v3 (AVX2, FMA, F16C)
-    for name in ("batch_norm", "batch_norm_avx2")
+    # the portable build, the same source for x86-64-v3 (AVX2, FMA, F16C), and the tools
+    # beside the kernels (the benchmarks' streaming floor, the tests' hooks)
+    for name in ("batch_norm", "batch_norm_avx2", "_tools")
 ]
 
 setup(

@@ -8,11 +8,11 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import X_TOL
-from helpers import grad_inputs
+from data import make_kernel_bits as lock  # tests/data, on the path as `data`
 
 import fbnops
 from fbnops.errors import NotFoundError
+from fbnops.testing import X_TOL, grad_inputs
 
 
 def test_available_backends_and_default():
@@ -102,3 +102,15 @@ def test_per_op_kernel_labels_in_every_builder():
         jop = java.FusedBatchNormV3.create(s, java.Constant.create(s, np.ones((2, 2, 2, 2), np.float32)), c, c, c, c)
         assert jop.op()._core.kernel_label == name
         assert Scope(Graph()).with_kernel_label(name).kernel_label == name
+
+
+def test_numba_is_a_bitwise_twin_of_cython():
+    """Every output byte equal, over the bits-lock grid: all dtypes, layouts and modes, 1 and 2 threads."""
+    missing = {"cython", "numba"} - set(fbnops.available_backends())
+    if missing:
+        pytest.skip(f"backend(s) {sorted(missing)} not available in this install")
+    got = lock.compute_bits(("cython", "numba"))
+    cases = [k.split("/", 1)[1] for k in got if k.startswith("cython/")]
+    assert len(cases) == len(lock.CASES) * len(lock.DTYPES) * len(lock.MODES) * len(lock.THREADS)
+    differ = [c for c in cases if got["cython/" + c] != got["numba/" + c]]
+    assert not differ, f"{len(differ)} of {len(cases)} cases differ, e.g. {differ[:5]}"

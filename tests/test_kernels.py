@@ -7,9 +7,10 @@ import threading
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import grad_inputs
+from data import make_kernel_bits as lock  # tests/data, on the path as `data`
 
 import fbnops
+from fbnops.testing import grad_inputs
 
 raw = fbnops.raw_ops
 PARALLEL = [b for b in fbnops.available_backends() if b != "reference"]
@@ -92,35 +93,21 @@ def test_two_python_threads_at_once(parallel_backend):
     assert not errors, errors
 
 
-def test_thread_count_settings(restore_threads, monkeypatch):
-    fbnops.set_num_threads(3)
-    assert fbnops.get_num_threads() == 3
-    for bad in (0, -1, 1.5, True, "2"):
-        with pytest.raises(ValueError):
-            fbnops.set_num_threads(bad)
-    from fbnops.framework import threads
-
-    monkeypatch.setenv("FBNOPS_NUM_THREADS", "5")
-    assert threads.default_num_threads() == 5
-    monkeypatch.setenv("FBNOPS_NUM_THREADS", "zero")
-    with pytest.raises(ValueError, match="FBNOPS_NUM_THREADS"):
-        threads.default_num_threads()
-
-
 cython = pytest.importorskip("fbnops.kernels._cython.batch_norm") if "cython" in PARALLEL else None
+tools = pytest.importorskip("fbnops.kernels._cython._tools") if "cython" in PARALLEL else None
 
 
 @pytest.mark.skipif(cython is None, reason="Cython backend not built")
 class TestConversions:
     def test_every_half_widens_exactly(self):
         bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
-        got = cython.widen(bits.view(np.float16))
+        got = tools.widen(bits.view(np.float16))
         want = bits.view(np.float16).astype(np.float32)
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
     def test_every_bfloat16_widens_exactly(self):
         bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
-        got = cython.widen(bits.view(ml_dtypes.bfloat16))
+        got = tools.widen(bits.view(ml_dtypes.bfloat16))
         np.testing.assert_array_equal(got.view(np.uint32), bits.astype(np.uint32) << 16)
 
     @staticmethod
@@ -140,7 +127,7 @@ class TestConversions:
 
     def test_round_to_half_is_round_to_nearest_even(self):
         f = self._floats()
-        got = cython.round_to_half(f)
+        got = tools.round_to_half(f)
         with np.errstate(over="ignore", invalid="ignore"):
             want = f.astype(np.float16)
         nan = np.isnan(want)
@@ -149,7 +136,7 @@ class TestConversions:
 
     def test_round_to_bfloat16_is_round_to_nearest_even(self):
         f = self._floats()
-        got = cython.round_to_bfloat16(f)
+        got = tools.round_to_bfloat16(f)
         with np.errstate(over="ignore", invalid="ignore"):
             want = f.astype(ml_dtypes.bfloat16)
         nan = np.isnan(want.astype(np.float32))
@@ -157,30 +144,46 @@ class TestConversions:
         np.testing.assert_array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16))
 
     def test_partition_depends_on_shape_only(self):
-        a = cython.plan(100352, 64, 1)
+        a = tools.plan(100352, 64, 1)
         assert a["channels_last"] and a["nitems"] == 64
-        b = cython.plan(32, 3, 4096)
+        b = tools.plan(32, 3, 4096)
         assert not b["channels_last"] and b["per_channel"] * 3 >= 16
-        small_c = cython.plan(1000, 3, 1)
+        small_c = tools.plan(1000, 3, 1)
         assert small_c["width"] % 16 == 0 and small_c["width"] >= 64  # folded rows
-        small_planes = cython.plan(24, 37, 49)
+        small_planes = tools.plan(24, 37, 49)
         assert (small_planes["block"], small_planes["run"], small_planes["width"]) == (11, 49, 539)
         assert small_planes["nitems"] == 4 * small_planes["per_channel"]  # 4 blocks, the last of 4 channels
+
+    def test_cython_plan_is_the_python_plan(self):
+        """_plan.plan is the one definition; the C make_plan the kernels run must agree with it."""
+        from fbnops.kernels import _plan
+
+        rng = np.random.default_rng(7)
+        shapes = [(1, 1, 1), (1, 513, 1), (3, 1, 600), (70000, 3, 1), (2, 2000, 1), (5, 7, 511), (5, 7, 512)]
+        shapes += [
+            tuple(int(v) for v in rng.integers(1, hi)) for hi in ((5000, 700, 2), (64, 300, 5000)) for _ in range(200)
+        ]
+        for outer, C, inner in shapes:
+            for itemsize in (2, 4):
+                want = _plan.plan(outer, C, inner, itemsize)._asdict()
+                assert tools.plan(outer, C, inner, itemsize) == want, (outer, C, inner, itemsize)
+
+    def test_generated_plan_constants_are_in_step(self):
+        from fbnops.kernels import _plan
+
+        assert _plan.PXI_FILE.read_text() == _plan.render_pxi(), "run: python -m fbnops.kernels._plan"
 
     @pytest.mark.parametrize("streaming", [False, True])
     def test_stream_add_is_the_exact_sum(self, streaming):
         """The benchmark's floor: out = a + b, ordinary or non-temporal stores, any alignment."""
-        from fbnops.kernels import cython_backend
-
         rng = np.random.default_rng(3)
-        for mod in {cython, cython_backend._bn}:
-            for n in (1, 7, 1003, 1 << 18):
-                a = rng.standard_normal(n).astype(np.float32)
-                b = rng.standard_normal(n).astype(np.float32)
-                for shift in (0, 1, 3):  # out starting 0, 4 and 12 bytes past a 16-byte boundary
-                    out = np.full(n + shift, np.nan, np.float32)[shift:]
-                    mod.stream_add(a, b, out, 2, streaming)
-                    np.testing.assert_array_equal(out, a + b)
+        for n in (1, 7, 1003, 1 << 18):
+            a = rng.standard_normal(n).astype(np.float32)
+            b = rng.standard_normal(n).astype(np.float32)
+            for shift in (0, 1, 3):  # out starting 0, 4 and 12 bytes past a 16-byte boundary
+                out = np.full(n + shift, np.nan, np.float32)[shift:]
+                tools.stream_add(a, b, out, 2, streaming)
+                np.testing.assert_array_equal(out, a + b)
 
     def test_kernel_entry_rejects_bad_buffers(self):
         x = np.ones((4, 3, 5), np.float32)
@@ -216,17 +219,6 @@ def test_compiled_backend_is_available():
     assert fbnops.get_backend() == "cython"
 
 
-def _bits_lock_module():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).parent / "data" / "make_kernel_bits.py"
-    spec = importlib.util.spec_from_file_location("make_kernel_bits", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("backend", ["cython", "numba", "reference"])
 def test_kernel_bits_are_locked(backend):
     """Every backend's output bytes over the grid of tests/data/make_kernel_bits.py are unchanged."""
@@ -234,7 +226,6 @@ def test_kernel_bits_are_locked(backend):
 
     if backend not in fbnops.available_backends():
         pytest.skip(f"backend {backend!r} is not available in this install")
-    lock = _bits_lock_module()
     stored = json.loads(lock.BITS_FILE.read_text())["bits"]
     got = lock.compute_bits((backend,))
     changed = sorted(k for k in got if stored.get(k) != got[k])

@@ -1,43 +1,114 @@
 """Thread count for the parallel kernels: one setting shared by every backend.
 
-Default: the ``FBNOPS_NUM_THREADS`` environment variable if set, else the cores
-this process may run on (its CPU affinity, so cgroup/taskset limits count).
+The default, read once on first use (importing fbnops changes nothing):
+
+1. ``FBNOPS_NUM_THREADS``, if set: a positive integer, else InvalidArgumentError;
+2. else ``OMP_NUM_THREADS`` (its first entry, as OpenMP reads ``"4,2"``), if it is a
+   positive integer; anything else there is ignored with a warning, as libgomp does;
+3. else the cores this process may run on (its CPU affinity: taskset/cgroup limits count).
+
+Counts above :data:`MAX_THREADS` (``max(64, 4 x cores)``) are clamped to it with a
+warning: the kernels are memory bound, and thousands of OS threads would only thrash.
+
+fork: OpenMP (libgomp) and Numba's thread pools do not survive ``fork()``.  A child
+forked after the parent ran a parallel kernel runs every kernel on one thread
+(:func:`serial_after_fork`); the results are the same bits, since the work partition
+never depends on the thread count.
 """
 
 from __future__ import annotations
 
+import operator
 import os
+import threading
+import warnings
 
-__all__ = ["set_num_threads", "get_num_threads", "default_num_threads"]
+from .errors import InvalidArgumentError
+
+__all__ = ["set_num_threads", "get_num_threads", "default_num_threads", "MAX_THREADS"]
 
 
-def default_num_threads() -> int:
-    env = os.environ.get("FBNOPS_NUM_THREADS")
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            raise ValueError(f"FBNOPS_NUM_THREADS must be a positive integer, got {env!r}") from None
-        if n < 1:
-            raise ValueError(f"FBNOPS_NUM_THREADS must be a positive integer, got {env!r}")
-        return n
+def _available_cores() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
 
 
-_num_threads = [None]
+MAX_THREADS: int = max(64, 4 * _available_cores())
+
+
+def _checked(n: object, name: str) -> int:
+    """``n`` as a thread count: a positive integer, clamped to MAX_THREADS with a warning."""
+    if isinstance(n, bool):
+        raise InvalidArgumentError(f"{name} must be a positive integer, got {n!r}")
+    try:
+        value = operator.index(n)
+    except TypeError:
+        raise InvalidArgumentError(f"{name} must be a positive integer, got {n!r}") from None
+    if value < 1:
+        raise InvalidArgumentError(f"{name} must be a positive integer, got {n!r}")
+    if value > MAX_THREADS:
+        warnings.warn(f"{name}={value} clamped to {MAX_THREADS} threads", RuntimeWarning, stacklevel=3)
+        return MAX_THREADS
+    return value
+
+
+def _parse(text: str, name: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise InvalidArgumentError(f"{name} must be a positive integer, got {text!r}") from None
+    return _checked(value, name)
+
+
+def default_num_threads() -> int:
+    env = os.environ.get("FBNOPS_NUM_THREADS", "").strip()
+    if env:
+        return _parse(env, "FBNOPS_NUM_THREADS")
+    omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if omp:
+        try:
+            return _parse(omp, "OMP_NUM_THREADS")
+        except InvalidArgumentError as e:
+            warnings.warn(f"{e}; ignored", RuntimeWarning, stacklevel=2)
+    return _available_cores()
+
+
+_num_threads: list[int | None] = [None]
 
 
 def set_num_threads(n: int) -> None:
-    """Use ``n`` threads in every kernel from now on (``n >= 1``)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"num_threads must be a positive integer, got {n!r}")
-    _num_threads[0] = n
+    """Use ``n`` threads in every kernel from now on (``1 <= n``; above MAX_THREADS, clamped)."""
+    _num_threads[0] = _checked(n, "num_threads")
 
 
 def get_num_threads() -> int:
     if _num_threads[0] is None:
         _num_threads[0] = default_num_threads()
     return _num_threads[0]
+
+
+# --------------------------------------------------------------------------- fork
+_fork = {"parallel_ran": False, "serial": False, "hooked": False}
+_fork_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    if _fork["parallel_ran"]:
+        _fork["serial"] = True
+
+
+def note_parallel() -> None:
+    """Called by a backend before it starts a parallel region (cheap after the first call)."""
+    if not _fork["parallel_ran"]:
+        with _fork_lock:
+            if not _fork["hooked"] and hasattr(os, "register_at_fork"):
+                os.register_at_fork(after_in_child=_after_fork_in_child)
+                _fork["hooked"] = True
+            _fork["parallel_ran"] = True
+
+
+def serial_after_fork() -> bool:
+    """True in a process forked after its parent ran a parallel kernel: its thread pools are gone."""
+    return _fork["serial"]

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 
 from ..framework.registry import register_kernel
-from ..framework.threads import get_num_threads
+from ..framework.threads import note_parallel
 from ._cython import batch_norm as _baseline
+from ._plan import threads_for
 
 
 def _select():
@@ -29,12 +30,12 @@ _bn = _select()
 OPENMP_ENABLED: bool = _bn.OPENMP_ENABLED
 SIMD_VARIANT: str = _bn.SIMD_VARIANT
 
-# Below this many elements one thread is faster than waking a team (~1-2 us per region).
-SERIAL_BELOW = 1 << 15
-
 
 def _threads(x) -> int:
-    return 1 if x.size < SERIAL_BELOW else get_num_threads()
+    n = threads_for(x.size)
+    if n > 1:
+        note_parallel()
+    return n
 
 
 @register_kernel("FusedBatchNormGradV3", "cython")
@@ -49,3 +50,18 @@ def batch_norm(x, scale, offset, mean, variance, *, epsilon, is_training):
     return _bn.batch_norm(
         x, scale, offset, mean, variance, epsilon=epsilon, is_training=is_training, num_threads=_threads(x)
     )
+
+
+# The stages (fbnops.kernels.stages): partials, finish, apply.
+
+
+def reduce_totals(mode, x, dy, center, rows_per_sample):
+    return _bn.reduce_totals(mode, x, dy, center, rows_per_sample or 0, _threads(x))
+
+
+def finish(op, s0, s1, count, epsilon, scale, offset, variance, center):
+    return _bn.finish(op, s0, s1, count, epsilon, scale, offset, variance, center)
+
+
+def apply(amode, x, dy, A, B, K, center):
+    return _bn.apply(amode, x, dy, A, B, K, center, _threads(x))

@@ -1,0 +1,197 @@
+# The innermost loops and the work items of the kernels (included by _batch_norm_impl.pxi).
+
+# ---------------------------------------------------------------------------------------
+# Innermost loops.  All data is processed as rows of W lanes with per-lane tiles
+# (m, A, B, K) and per-lane float32 accumulators in L1.  A lane always holds the same
+# channel: channels-last rows are (folded) rows of C; channels-first rows are a block
+# of whole small planes side by side, or a LANES-wide piece of one large plane.
+# ---------------------------------------------------------------------------------------
+
+cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b, Py_ssize_t nrows,
+                             Py_ssize_t W, const float* m, float* s0, float* s1) noexcept nogil:
+    cdef Py_ssize_t r, j
+    cdef float d, g
+    for r in range(nrows):
+        if mode == RED_GRAD:
+            for j in range(W):
+                g = load(b, j)
+                s0[j] += g
+                s1[j] += (load(a, j) - m[j]) * g
+        elif mode == RED_SUM:
+            for j in range(W):
+                s0[j] += load(a, j)
+        else:
+            for j in range(W):
+                d = load(a, j) - m[j]
+                s1[j] += d * d
+        a += W
+        b += W
+
+
+cdef inline void apply_rows(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
+                            Py_ssize_t nrows, Py_ssize_t W, const float* A, const float* B,
+                            const float* K, const float* m) noexcept nogil:
+    cdef Py_ssize_t r, j
+    for r in range(nrows):
+        if mode == APPLY_FULL:
+            for j in range(W):
+                store(out, j, A[j] * ((load(b, j) + K[j]) + B[j] * (load(a, j) - m[j])))
+        elif mode == APPLY_B:
+            for j in range(W):
+                store(out, j, A[j] * load(b, j))
+        else:
+            for j in range(W):
+                store(out, j, B[j] * (load(a, j) - m[j]) + K[j])
+        a += W
+        b += W
+        out += W
+
+
+cdef inline void apply_run(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
+                           Py_ssize_t L, float A, float B, float K, float m) noexcept nogil:
+    cdef Py_ssize_t i
+    if mode == APPLY_FULL:
+        for i in range(L):
+            store(out, i, A * ((load(b, i) + K) + B * (load(a, i) - m)))
+    elif mode == APPLY_B:
+        for i in range(L):
+            store(out, i, A * load(b, i))
+    else:
+        for i in range(L):
+            store(out, i, B * (load(a, i) - m) + K)
+
+
+cdef inline void flush(Py_ssize_t W, float* acc, double* part) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(2 * W):
+        part[j] += acc[j]
+        acc[j] = 0
+
+
+cdef inline void reduce_span(Reduce mode, const storage_t* a, const storage_t* b, Py_ssize_t start,
+                             Py_ssize_t stop, Py_ssize_t W, const float* m, float* acc, double* part,
+                             Py_ssize_t* rows_in_block) noexcept nogil:
+    """Accumulate elements [start, stop) as rows of W lanes (the last row may be short).
+
+    float32 lanes ``acc[0:2W]`` take at most BLOCK_ROWS rows, then flush into the
+    float64 ``part``; the row count carries over between spans of the same item.
+    """
+    cdef Py_ssize_t n, pos = start
+    while pos < stop:
+        n = min((stop - pos) // W, BLOCK_ROWS - rows_in_block[0])
+        if n > 0:
+            reduce_rows(mode, a + pos, b + pos, n, W, m, acc, acc + W)
+            pos += n * W
+        else:  # a short last row
+            n = 1
+            reduce_rows(mode, a + pos, b + pos, 1, stop - pos, m, acc, acc + W)
+            pos = stop
+        rows_in_block[0] += n
+        if rows_in_block[0] == BLOCK_ROWS:
+            flush(W, acc, part)
+            rows_in_block[0] = 0
+
+
+# ---------------------------------------------------------------------------------------
+# Items.  Channels-last: a range of folded rows.  Channels-first: (channel block, batch range).
+# ---------------------------------------------------------------------------------------
+
+cdef inline void row_item_bounds(const Plan* P, Py_ssize_t item, Py_ssize_t* r0, Py_ssize_t* r1,
+                                 Py_ssize_t* tail) noexcept nogil:
+    """Full folded rows [r0, r1) of the item, plus `tail` elements of a last partial row."""
+    cdef Py_ssize_t total = P.outer * P.C
+    r0[0] = P.rows * item // P.nitems
+    r1[0] = P.rows * (item + 1) // P.nitems
+    tail[0] = 0
+    if r1[0] * P.width > total:  # the last folded row is partial
+        r1[0] -= 1
+        tail[0] = total - r1[0] * P.width
+
+
+cdef void reduce_row_item(const Plan* P, Reduce mode, Py_ssize_t item, const storage_t* a,
+                          const storage_t* b, const float* m_tile, float* acc, double* part) noexcept nogil:
+    cdef Py_ssize_t r0, r1, tail, j, nrows = 0, W = P.width
+    for j in range(2 * W):
+        acc[j] = 0
+        part[j] = 0
+    row_item_bounds(P, item, &r0, &r1, &tail)
+    reduce_span(mode, a, b, r0 * W, r1 * W + tail, W, m_tile, acc, part, &nrows)
+    flush(W, acc, part)
+
+
+cdef void apply_row_item(const Plan* P, Apply mode, Py_ssize_t item, const storage_t* a,
+                         const storage_t* b, storage_t* out, const float* tiles) noexcept nogil:
+    cdef Py_ssize_t r0, r1, tail, W = P.width
+    row_item_bounds(P, item, &r0, &r1, &tail)
+    apply_rows(mode, a + r0 * W, b + r0 * W, out + r0 * W, r1 - r0, W,
+               tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)
+    if tail:
+        apply_rows(mode, a + r1 * W, b + r1 * W, out + r1 * W, 1, tail,
+                   tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)
+
+
+cdef inline void block_bounds(const Plan* P, Py_ssize_t item, Py_ssize_t* c0, Py_ssize_t* nch,
+                              Py_ssize_t* n0, Py_ssize_t* n1) noexcept nogil:
+    """Channels [c0, c0 + nch) and batch range [n0, n1) of a channels-first item."""
+    cdef Py_ssize_t blk = item // P.per_channel, k = item % P.per_channel
+    c0[0] = blk * P.block
+    nch[0] = min(P.block, P.C - c0[0])
+    n0[0] = P.outer * k // P.per_channel
+    n1[0] = P.outer * (k + 1) // P.per_channel
+
+
+cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const storage_t* a,
+                            const storage_t* b, const float* center, double* sums) noexcept nogil:
+    """Totals of one (channel block, batch range) item: sums[0:nch] and sums[block:block+nch].
+
+    Each batch index contributes the item's planes as rows of `width` lanes; lane j
+    belongs to channel c0 + j // run.  The lanes are folded per channel at the end.
+    """
+    cdef float acc[2 * MAX_W]
+    cdef double lanes[2 * MAX_W]
+    cdef float m_tile[MAX_W]
+    cdef Py_ssize_t j, c, n, base, c0, nch, n0, n1, nrows = 0
+    cdef Py_ssize_t W = P.width, R = P.run, span
+    cdef double t0, t1
+    block_bounds(P, item, &c0, &nch, &n0, &n1)
+    span = nch * P.inner
+    for c in range(nch):  # (nested loops, not j // R: integer division is slow)
+        for j in range(c * R, (c + 1) * R):
+            m_tile[j] = center[c0 + c] if center != NULL else 0
+    for j in range(2 * W):
+        acc[j] = 0
+        lanes[j] = 0
+    for n in range(n0, n1):
+        base = (n * P.C + c0) * P.inner
+        reduce_span(mode, a, b, base, base + span, W, m_tile, acc, lanes, &nrows)
+    flush(W, acc, lanes)
+    for c in range(nch):
+        t0 = 0
+        t1 = 0
+        for j in range(c * R, (c + 1) * R):
+            t0 += lanes[j]
+            t1 += lanes[W + j]
+        sums[c] = t0
+        sums[P.block + c] = t1
+
+
+cdef void apply_plane_item(const Plan* P, const Params* g, Apply mode, Py_ssize_t item,
+                           const storage_t* a, const storage_t* b, storage_t* out) noexcept nogil:
+    cdef float tiles[4 * MAX_W]
+    cdef Py_ssize_t j, c, n, base, c0, nch, n0, n1, span, W = P.width
+    block_bounds(P, item, &c0, &nch, &n0, &n1)
+    span = nch * P.inner
+    if P.block == 1:  # large planes: one channel, scalar coefficients (fewer loads per element)
+        for n in range(n0, n1):
+            base = (n * P.C + c0) * P.inner
+            apply_run(mode, a + base, b + base, out + base, P.inner, g.A[c0], g.B[c0], g.K[c0], g.center[c0])
+        return
+    for c in range(c0, c0 + nch):
+        for j in range((c - c0) * P.run, (c - c0 + 1) * P.run):
+            tiles[j] = g.A[c]
+            tiles[W + j] = g.B[c]
+            tiles[2 * W + j] = g.K[c]
+            tiles[3 * W + j] = g.center[c]
+    for n in range(n0, n1):
+        base = (n * P.C + c0) * P.inner
+        apply_rows(mode, a + base, b + base, out + base, 1, span, tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)

@@ -1,0 +1,119 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, nonecheck=False
+"""Tools beside the production kernels: the benchmarks' streaming floor and the test hooks.
+
+* ``stream_add``: out = a + b, the memory-bandwidth yardstick of the benchmarks;
+* ``round_to_half`` / ``round_to_bfloat16`` / ``widen``: the kernels' 16-bit conversions
+  (``_fp.h``), exposed so the tests can check them exhaustively against NumPy/ml_dtypes;
+* ``plan``: the C work plan (``_plan.pxd``), tested equal to ``fbnops.kernels._plan.plan``.
+"""
+
+import ml_dtypes
+import numpy as np
+
+cimport numpy as cnp
+from cython.parallel cimport prange
+
+from ._fp cimport fb_bf16, fb_f32_to_bf16, fb_f32_to_half, fb_half, load
+from ._plan cimport Plan, make_plan
+
+cnp.import_array()
+
+
+def plan(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize=4):
+    """The Cython kernels' work partition for a shape, as a dict."""
+    cdef Plan P = make_plan(outer, C, inner, itemsize)
+    return dict(P)
+
+
+def round_to_half(const float[::1] v):
+    out = np.empty(v.shape[0], np.uint16)
+    cdef unsigned short[::1] o = out
+    cdef Py_ssize_t i
+    for i in range(v.shape[0]):
+        o[i] = fb_f32_to_half(v[i]).bits
+    return out.view(np.float16)
+
+
+def round_to_bfloat16(const float[::1] v):
+    out = np.empty(v.shape[0], np.uint16)
+    cdef unsigned short[::1] o = out
+    cdef Py_ssize_t i
+    for i in range(v.shape[0]):
+        o[i] = fb_f32_to_bf16(v[i]).bits
+    return out.view(ml_dtypes.bfloat16)
+
+
+def widen(x):
+    """float16/bfloat16 array -> float32 through the kernels' load()."""
+    x = np.ascontiguousarray(x)
+    n = x.size
+    out = np.empty(n, np.float32)
+    cdef float* o = <float*> cnp.PyArray_DATA(out)
+    cdef void* p = cnp.PyArray_DATA(x)
+    cdef Py_ssize_t i
+    if x.dtype == np.float16:
+        for i in range(n):
+            o[i] = load(<const fb_half*> p, i)
+    elif x.dtype == np.dtype(ml_dtypes.bfloat16):
+        for i in range(n):
+            o[i] = load(<const fb_bf16*> p, i)
+    else:
+        raise ValueError("widen expects float16 or bfloat16")
+    return out.reshape(x.shape)
+
+
+cdef extern from *:
+    """
+    /* out = a + b with streaming (non-temporal) stores: no read-for-ownership of `out`. */
+    #if defined(__SSE2__) || defined(_M_X64)
+    #include <xmmintrin.h>
+    #include <stdint.h>
+    static void fbnops_add_streaming(const float* a, const float* b, float* o, Py_ssize_t n) {
+        Py_ssize_t i = 0;
+        for (; i < n && ((uintptr_t)(o + i) & 15); i++) o[i] = a[i] + b[i];
+        for (; i + 4 <= n; i += 4)
+            _mm_stream_ps(o + i, _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
+        for (; i < n; i++) o[i] = a[i] + b[i];
+        _mm_sfence();
+    }
+    #else
+    static void fbnops_add_streaming(const float* a, const float* b, float* o, Py_ssize_t n) {
+        for (Py_ssize_t i = 0; i < n; i++) o[i] = a[i] + b[i];
+    }
+    #endif
+    """
+    void fbnops_add_streaming(const float* a, const float* b, float* o, Py_ssize_t n) noexcept nogil
+
+
+cdef float* _floats(object v, Py_ssize_t n, str name) except NULL:
+    cdef cnp.ndarray a
+    if isinstance(v, cnp.ndarray):
+        a = <cnp.ndarray> v
+        if (cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT and cnp.PyArray_SIZE(a) == n
+                and cnp.PyArray_IS_C_CONTIGUOUS(a) and cnp.PyArray_ISALIGNED(a)):
+            return <float*> cnp.PyArray_DATA(a)
+    raise ValueError(f"{name} must be a contiguous float32 array of {n} elements")
+
+
+def stream_add(a, b, out, int num_threads=1, bint streaming=False):
+    """out = a + b over float32 arrays: the streaming-bandwidth yardstick of the benchmarks
+    (2 reads + 1 write per element, the same threads and static partition as the kernels;
+    `streaming`: non-temporal stores, which skip reading `out` into the cache first)."""
+    cdef Py_ssize_t n = a.size, nchunks = 64, k, i, i0, i1
+    cdef const float* pa = _floats(a, n, "a")
+    cdef const float* pb = _floats(b, n, "b")
+    cdef float* po = _floats(out, n, "out")
+    if not out.flags.writeable:
+        raise ValueError("out must be writeable")
+    if num_threads < 1:
+        num_threads = 1
+    with nogil:
+        for k in prange(nchunks, schedule="static", num_threads=num_threads, use_threads_if=num_threads > 1):
+            i0 = n * k // nchunks
+            i1 = n * (k + 1) // nchunks
+            if streaming:
+                fbnops_add_streaming(pa + i0, pb + i0, po + i0, i1 - i0)
+            else:
+                for i in range(i0, i1):
+                    po[i] = pa[i] + pb[i]

@@ -1,0 +1,476 @@
+"""The Numba kernels' loops: 16-bit storage, rows of lanes, work items, parallel regions.
+
+The same program as the Cython kernels (``_cython/_loops.pxi`` and
+``_batch_norm_impl.pxi``), line for line where it matters for the bits: float32
+lanes flushed to float64 every BLOCK_ROWS rows, per-channel sums folded in lane
+order, one apply formula.  Every region exists twice: parallel (``prange``), and a
+serial twin compiled from the same source, used on one thread (no thread pool
+touched: small calls, and children forked after the parent ran parallel kernels).
+
+Numba has no float16/bfloat16 on the CPU: 16-bit data is read as ``uint16`` (float16)
+or ``int16`` (bfloat16 bits) and converted with integer bit manipulation plus a
+bitcast intrinsic (llvmlite), rounded back to nearest even on store.  ``fastmath``
+is contraction only (see FASTMATH), so NaN and Inf propagate and every rounding is the
+C code's.
+"""
+
+from __future__ import annotations
+
+from types import FunctionType
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic, overload
+
+from ._plan import BLOCK_ROWS
+
+# Contraction (a*b + c -> FMA) only, which is what GCC does by default: no reassociation,
+# no reciprocals, no nnan/ninf.  The hot loops vectorize without reassociation (per-lane
+# accumulators), and every rounding is then the C kernels' rounding, whatever LLVM inlines.
+FASTMATH = {"contract"}
+RED_GRAD, RED_SUM, RED_SQ = 0, 1, 2
+APPLY_FULL, APPLY_B, APPLY_A = 0, 1, 2
+GRAD_TRAIN, GRAD_FROZEN, FWD_TRAIN, FWD_INFER = 0, 1, 2, 3
+
+# ---------------------------------------------------------------------------------------
+# 16-bit storage: bit casts and conversions
+# ---------------------------------------------------------------------------------------
+
+
+@intrinsic
+def _f32_from_bits(typingctx, u):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+
+    return types.float32(types.uint32), codegen
+
+
+@intrinsic
+def _bits_from_f32(typingctx, f):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.uint32(types.float32), codegen
+
+
+@njit(inline="always")
+def _half_to_f32(h):
+    em = np.uint32(h & 0x7FFF) << np.uint32(13)
+    u = _bits_from_f32(_f32_from_bits(em) * np.float32(5.192296858534828e33))  # * 2**112
+    if em >= np.uint32(0x7C00 << 13):
+        u |= np.uint32(0x7F800000)
+    u |= np.uint32(h & 0x8000) << np.uint32(16)
+    return _f32_from_bits(u)
+
+
+@njit(inline="always")
+def _f32_to_half(f):
+    u = _bits_from_f32(f)
+    sign = (u >> np.uint32(16)) & np.uint32(0x8000)
+    a = u & np.uint32(0x7FFFFFFF)
+    if a >= np.uint32(0x47800000):
+        out = np.uint32(0x7E00) if a > np.uint32(0x7F800000) else np.uint32(0x7C00)
+    elif a < np.uint32(0x38800000):
+        out = _bits_from_f32(_f32_from_bits(a) + np.float32(0.5)) - np.uint32(0x3F000000)
+    else:
+        out = (a + np.uint32(0xC8000FFF) + ((a >> np.uint32(13)) & np.uint32(1))) >> np.uint32(13)
+    return np.uint16(out | sign)
+
+
+@njit(inline="always")
+def _bf16_to_f32(h):
+    return _f32_from_bits(np.uint32(h) << np.uint32(16))
+
+
+@njit(inline="always")
+def _f32_to_bf16(f):
+    u = _bits_from_f32(f)
+    if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
+        return np.uint16((u >> np.uint32(16)) | np.uint32(0x40))
+    return np.uint16((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
+
+
+def _load(a, i):
+    """Element i of a storage array as float32 (specialized per dtype at compile time)."""
+
+
+def _store(out, i, v):
+    """Round v to the storage type of out and store it at i."""
+
+
+# Storage dtypes: float32 as is; float16 bits as uint16; bfloat16 bits as int16 (a distinct
+# type, so the choice is made when Numba types the call - no branch in the loops).
+@overload(_load, inline="always")
+def _load_impl(a, i):
+    if a.dtype == types.float32:
+        return lambda a, i: a[i]
+    if a.dtype == types.uint16:
+        return lambda a, i: _half_to_f32(np.uint32(a[i]))
+    if a.dtype == types.int16:
+        return lambda a, i: _bf16_to_f32(np.uint32(np.uint16(a[i])))
+    return None
+
+
+@overload(_store, inline="always")
+def _store_impl(out, i, v):
+    if out.dtype == types.float32:
+
+        def store_f32(out, i, v):
+            out[i] = v
+
+        return store_f32
+    if out.dtype == types.uint16:
+
+        def store_f16(out, i, v):
+            out[i] = _f32_to_half(v)
+
+        return store_f16
+    if out.dtype == types.int16:
+
+        def store_bf16(out, i, v):
+            out[i] = np.int16(_f32_to_bf16(v))
+
+        return store_bf16
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Rows of W lanes: reduce into float32 lanes, flush to float64; apply with per-lane tiles
+# ---------------------------------------------------------------------------------------
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _reduce_span(a, b, mode, start, stop, W, m, acc0, acc1, p0, p1, nrows):
+    pos = start
+    while pos < stop:
+        L = min(W, stop - pos)
+        ra = a[pos : pos + L]  # row slices: non-negative indices, no wraparound checks in the loop
+        rb = b[pos : pos + L]
+        if mode == RED_GRAD:
+            for j in range(L):
+                g = _load(rb, j)
+                acc0[j] += g
+                acc1[j] += (_load(ra, j) - m[j]) * g
+        elif mode == RED_SUM:
+            for j in range(L):
+                acc0[j] += _load(ra, j)
+        else:
+            for j in range(L):
+                d = _load(ra, j) - m[j]
+                acc1[j] += d * d
+        pos += W
+        nrows += 1
+        if nrows == BLOCK_ROWS:
+            for j in range(W):
+                p0[j] += acc0[j]
+                p1[j] += acc1[j]
+                acc0[j] = 0
+                acc1[j] = 0
+            nrows = 0
+    return nrows
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt):
+    pos = start
+    while pos < stop:
+        L = min(W, stop - pos)
+        ra = a[pos : pos + L]
+        rb = b[pos : pos + L]
+        ro = out[pos : pos + L]
+        if amode == APPLY_FULL:
+            for j in range(L):
+                _store(ro, j, At[j] * ((_load(rb, j) + Kt[j]) + Bt[j] * (_load(ra, j) - mt[j])))
+        elif amode == APPLY_B:
+            for j in range(L):
+                _store(ro, j, At[j] * _load(rb, j))
+        else:
+            for j in range(L):
+                _store(ro, j, Bt[j] * (_load(ra, j) - mt[j]) + Kt[j])
+        pos += W
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _apply_run(a, b, out, amode, start, L, A, B, K, m):
+    ra = a[start : start + L]
+    rb = b[start : start + L]
+    ro = out[start : start + L]
+    if amode == APPLY_FULL:
+        for j in range(L):
+            _store(ro, j, A * ((_load(rb, j) + K) + B * (_load(ra, j) - m)))
+    elif amode == APPLY_B:
+        for j in range(L):
+            _store(ro, j, A * _load(rb, j))
+    else:
+        for j in range(L):
+            _store(ro, j, B * (_load(ra, j) - m) + K)
+
+
+@njit(inline="always")
+def _row_bounds(p, item):
+    """Elements [e0, e1) of a channels-last item: a range of folded rows (the last may be short)."""
+    total = p.outer * p.C
+    return (p.rows * item // p.nitems) * p.width, min((p.rows * (item + 1) // p.nitems) * p.width, total)
+
+
+@njit(inline="always")
+def _block_bounds(p, item):
+    """Channels [c0, c0 + nch) and batch range [n0, n1) of a channels-first item."""
+    c0 = item // p.per_channel * p.block
+    k = item % p.per_channel
+    return c0, min(p.block, p.C - c0), p.outer * k // p.per_channel, p.outer * (k + 1) // p.per_channel
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part):
+    """Partials of one channels-last item into part[2][width] (lane j: channel j % C)."""
+    e0, e1 = _row_bounds(p, item)
+    acc0[:] = 0
+    acc1[:] = 0
+    part[:] = 0
+    _reduce_span(a, b, mode, e0, e1, p.width, m_tile, acc0, acc1, part[0], part[1], 0)
+    _flush(acc0, acc1, part[0], part[1])
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _flush(acc0, acc1, p0, p1):
+    for j in range(acc0.shape[0]):
+        p0[j] += acc0[j]
+        p1[j] += acc1[j]
+
+
+@njit
+def _fold_lanes(p0, p1, c, R, sums):
+    """Channel c's total of lanes [c*R, (c+1)*R), summed in lane order (no fastmath: as in C)."""
+    t0 = 0.0
+    t1 = 0.0
+    for j in range(c * R, (c + 1) * R):
+        t0 += p0[j]
+        t1 += p1[j]
+    sums[0, c] = t0
+    sums[1, c] = t1
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums):
+    """Totals of one (channel block, batch range) item into sums[:, :nch] (lane j: channel c0 + j // run)."""
+    c0, nch, n0, n1 = _block_bounds(p, item)
+    R = p.run
+    for c in range(nch):
+        for j in range(c * R, (c + 1) * R):
+            m[j] = center[c0 + c]
+    acc0[:] = 0
+    acc1[:] = 0
+    p0[:] = 0
+    p1[:] = 0
+    nrows = 0
+    span = nch * p.inner
+    for n in range(n0, n1):
+        base = (n * p.C + c0) * p.inner
+        nrows = _reduce_span(a, b, mode, base, base + span, p.width, m, acc0, acc1, p0, p1, nrows)
+    _flush(acc0, acc1, p0, p1)
+    for c in range(nch):
+        _fold_lanes(p0, p1, c, R, sums)
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles):
+    c0, nch, n0, n1 = _block_bounds(p, item)
+    if p.block == 1:  # large planes: one channel, scalar coefficients
+        for n in range(n0, n1):
+            base = (n * p.C + c0) * p.inner
+            _apply_run(a, b, out, amode, base, p.inner, A[c0], B[c0], K[c0], center[c0])
+        return
+    R = p.run
+    for c in range(nch):
+        for j in range(c * R, (c + 1) * R):
+            tiles[0, j] = A[c0 + c]
+            tiles[1, j] = B[c0 + c]
+            tiles[2, j] = K[c0 + c]
+            tiles[3, j] = center[c0 + c]
+    span = nch * p.inner
+    for n in range(n0, n1):
+        base = (n * p.C + c0) * p.inner
+        _apply_span(a, b, out, amode, base, base + span, p.width, tiles[0], tiles[1], tiles[2], tiles[3])
+
+
+# ---------------------------------------------------------------------------------------
+# Per-channel math (the Cython channel_done) and the fixed-order combines; no fastmath
+# ---------------------------------------------------------------------------------------
+
+
+@njit
+def _channel_done(op, pass_index, c, s0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
+    gamma = np.float64(scale[c])
+    if op == FWD_TRAIN and pass_index == 0:
+        res0[c] = np.float32(s0 / n)
+        center[c] = res0[c]
+        return
+    if op == FWD_TRAIN:
+        res1[c] = np.float32(s1 / n)
+        var = np.float64(res1[c])
+    else:
+        var = np.float64(var_in[c])
+    r = 1.0 / np.sqrt(np.float64(np.float32(var) + eps))
+    if op == GRAD_TRAIN or op == GRAD_FROZEN:
+        res0[c] = np.float32(s1 * r)
+        res1[c] = np.float32(s0)
+        A[c] = np.float32(gamma * r)
+        if op == GRAD_TRAIN:  # dx = gamma*r * ((dy - s0/n) - (x - mean) * r*r*s1/n), as TF groups it
+            B[c] = np.float32(-r * r * s1 / n)
+            K[c] = np.float32(-s0 / n)
+        else:
+            B[c] = 0
+            K[c] = 0
+    else:
+        A[c] = 0
+        B[c] = np.float32(gamma * r)
+        K[c] = offset[c]
+
+
+@njit
+def _combine(p, part, s):
+    """Item partials into totals s[2][C], in the fixed order of the C combine_rows/combine_blocks:
+    row items [item][2][fold * C]; block items [item][2][block], batch ranges side by side."""
+    s[:] = 0
+    C = p.C
+    for item in range(p.nitems):
+        if p.channels_last:
+            for q in range(p.fold):
+                for c in range(C):
+                    s[0, c] += part[item, 0, q * C + c]
+                    s[1, c] += part[item, 1, q * C + c]
+        else:
+            c0 = item // p.per_channel * p.block
+            for j in range(min(p.block, C - c0)):
+                s[0, c0 + j] += part[item, 0, j]
+                s[1, c0 + j] += part[item, 1, j]
+
+
+@njit(cache=True)
+def finish_pass(op, pass_index, s0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
+    for c in range(scale.shape[0]):
+        _channel_done(op, pass_index, c, s0[c], s1[c], n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
+
+
+@njit(cache=True)
+def tile(p, A, B, K, center):
+    """Channels-last per-lane tiles: lane j holds channel j % C."""
+    tiles = np.empty((4, p.width), np.float32)
+    for j in range(p.width):
+        c = j % p.C
+        tiles[0, j] = A[c]
+        tiles[1, j] = B[c]
+        tiles[2, j] = K[c]
+        tiles[3, j] = center[c]
+    return tiles
+
+
+# ---------------------------------------------------------------------------------------
+# Regions: each one a parallel dispatcher and its serial twin (region[nthreads > 1])
+# ---------------------------------------------------------------------------------------
+
+
+def _region(fn):
+    """(serial, parallel) dispatchers of one region.  The twin is a copy of the function under
+    its own name, so that Numba's on-disk cache keeps the two compilations apart."""
+    twin = FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__, fn.__closure__)
+    twin.__qualname__ = fn.__qualname__ + "_serial"
+    twin.__module__ = fn.__module__
+    return njit(fastmath=FASTMATH, cache=True)(twin), njit(parallel=True, fastmath=FASTMATH, cache=True)(fn)
+
+
+@njit(inline="always")
+def _chunk(t, n, nchunks):
+    return n * t // nchunks, n * (t + 1) // nchunks
+
+
+@njit(inline="always")
+def _lane_scratch(W):
+    """Centers, float32 lanes and float64 partials of one chunk's channels-first reductions."""
+    f32 = np.float32
+    return np.empty(W, f32), np.empty(W, f32), np.empty(W, f32), np.empty(W, np.float64), np.empty(W, np.float64)
+
+
+@_region
+def reduce_region(a, b, mode, p, nchunks, m_tile, center, part):
+    """Item partials of one pass: part[item] (channels-last [2][width], channels-first [2][block])."""
+    for t in prange(nchunks):
+        m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
+        i0, i1 = _chunk(t, p.nitems, nchunks)
+        for item in range(i0, i1):
+            if p.channels_last:
+                _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part[item])
+            else:
+                _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, part[item])
+
+
+@_region
+def samples_region(a, b, mode, p, nsamples, nchunks, m_tile, center, out):
+    """Totals per sample: sample k is the view p at element k * outer*C*inner, reduced by its
+    own plan serially and combined into out[k] (its totals depend on its data only)."""
+    elems = p.outer * p.C * p.inner
+    for t in prange(nchunks):
+        m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
+        part = np.empty((p.nitems, 2, p.width if p.channels_last else p.block))
+        k0, k1 = _chunk(t, nsamples, nchunks)
+        for k in range(k0, k1):
+            sa = a[k * elems : (k + 1) * elems]
+            sb = b[k * elems : (k + 1) * elems]
+            for item in range(p.nitems):
+                if p.channels_last:
+                    _reduce_row_item(sa, sb, mode, p, item, m_tile, acc0, acc1, part[item])
+                else:
+                    _reduce_plane_item(sa, sb, mode, p, item, center, m, acc0, acc1, p0, p1, part[item])
+            _combine(p, part, out[k])
+
+
+@_region
+def apply_region(a, b, out, amode, p, nchunks, tiles, A, B, K, center):
+    for t in prange(nchunks):
+        plane_tiles = np.empty((4, p.width), np.float32)
+        i0, i1 = _chunk(t, p.nitems, nchunks)
+        for item in range(i0, i1):
+            if p.channels_last:
+                e0, e1 = _row_bounds(p, item)
+                _apply_span(a, b, out, amode, e0, e1, p.width, tiles[0], tiles[1], tiles[2], tiles[3])
+            else:
+                _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, plane_tiles)
+
+
+@_region
+def fused_region(a, b, out, op, p, nchunks, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
+    """Channels-first with one item per channel block: reduce, coefficients and apply back to back."""
+    for t in prange(nchunks):
+        m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
+        sums = np.empty((2, p.block), np.float64)
+        tiles = np.empty((4, p.width), np.float32)
+        i0, i1 = _chunk(t, p.nitems, nchunks)
+        for item in range(i0, i1):
+            c0, nch, _, _ = _block_bounds(p, item)
+            npasses = 2 if op == FWD_TRAIN else 1  # forward training: the mean, then centered squares
+            for q in range(npasses):
+                mode = RED_GRAD if op != FWD_TRAIN else (RED_SUM if q == 0 else RED_SQ)
+                _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums)
+                for c in range(nch):
+                    _channel_done(
+                        op,
+                        q,
+                        c0 + c,
+                        sums[0, c],
+                        sums[1, c],
+                        n,
+                        eps,
+                        scale,
+                        offset,
+                        var_in,
+                        center,
+                        res0,
+                        res1,
+                        A,
+                        B,
+                        K,
+                    )
+            amode = APPLY_A if op == FWD_TRAIN else (APPLY_FULL if op == GRAD_TRAIN else APPLY_B)
+            _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles)

@@ -1,0 +1,107 @@
+"""The thread policy: FBNOPS_NUM_THREADS, then OMP_NUM_THREADS, then the usable cores; hostile counts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import fbnops
+from fbnops.errors import InvalidArgumentError
+from fbnops.framework import threads
+
+
+@pytest.fixture
+def restore_threads():
+    n = fbnops.get_num_threads()
+    yield
+    fbnops.set_num_threads(n)
+
+
+def test_set_and_get(restore_threads):
+    fbnops.set_num_threads(3)
+    assert fbnops.get_num_threads() == 3
+    fbnops.set_num_threads(np.int64(2))
+    assert fbnops.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("bad", [0, -1, -(2**63), 1.5, 2.0, True, "2", None, float("nan")])
+def test_bad_counts_are_typed_errors_naming_the_argument(restore_threads, bad):
+    before = fbnops.get_num_threads()
+    with pytest.raises(InvalidArgumentError, match="num_threads"):
+        fbnops.set_num_threads(bad)
+    assert fbnops.get_num_threads() == before
+
+
+@pytest.mark.parametrize("huge", [10**4, 2**31, 2**64])
+def test_huge_counts_are_clamped_with_a_warning(restore_threads, huge):
+    with pytest.warns(RuntimeWarning, match="clamped"):
+        fbnops.set_num_threads(huge)
+    assert fbnops.get_num_threads() == threads.MAX_THREADS <= max(64, 4 * (os.cpu_count() or 1))
+    x = np.ones((4, 2, 2, 3), np.float32)  # and the kernels still run
+    v = np.ones(3, np.float32)
+    assert np.isfinite(fbnops.raw_ops.FusedBatchNormV3(x=x, scale=v, offset=v, mean=v, variance=v).y).all()
+
+
+def test_environment_precedence(monkeypatch):
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    monkeypatch.delenv("FBNOPS_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert threads.default_num_threads() == cores
+    monkeypatch.setenv("OMP_NUM_THREADS", "3,2")  # OpenMP's nested list: the first level counts
+    assert threads.default_num_threads() == 3
+    monkeypatch.setenv("FBNOPS_NUM_THREADS", " 5 ")
+    assert threads.default_num_threads() == 5
+    monkeypatch.setenv("FBNOPS_NUM_THREADS", "")
+    assert threads.default_num_threads() == 3
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "zero", "1.5", "2**31"])
+def test_bad_fbnops_num_threads_is_a_typed_error(monkeypatch, value):
+    monkeypatch.setenv("FBNOPS_NUM_THREADS", value)
+    with pytest.raises(InvalidArgumentError, match="FBNOPS_NUM_THREADS"):
+        threads.default_num_threads()
+
+
+@pytest.mark.parametrize("var", ["FBNOPS_NUM_THREADS", "OMP_NUM_THREADS"])
+def test_huge_environment_counts_are_clamped(monkeypatch, var):
+    monkeypatch.delenv("FBNOPS_NUM_THREADS", raising=False)
+    monkeypatch.setenv(var, str(2**31))
+    with pytest.warns(RuntimeWarning, match="clamped"):
+        assert threads.default_num_threads() == threads.MAX_THREADS
+
+
+def test_bad_omp_num_threads_is_ignored_with_a_warning(monkeypatch):
+    monkeypatch.delenv("FBNOPS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "many")
+    with pytest.warns(RuntimeWarning, match="OMP_NUM_THREADS"):
+        assert threads.default_num_threads() >= 1
+
+
+def test_importing_the_backends_changes_no_global_state():
+    """No warning filters, no thread settings at import; Numba's count restored after a call."""
+    pytest.importorskip("numba", reason="the numba extra is not installed")
+    code = textwrap.dedent("""
+        import warnings, numba, numpy as np
+        filters, nthreads = list(warnings.filters), numba.get_num_threads()
+        import fbnops, fbnops.kernels.numba_backend as nb
+        assert warnings.filters == filters, "warning filters changed at import"
+        assert numba.get_num_threads() == nthreads
+        fbnops.set_num_threads(1)
+        x = np.ones((64, 32, 32), np.float32)  # big enough for the parallel path
+        v = np.ones(32, np.float32)
+        for n in (2, 1):
+            fbnops.set_num_threads(n)
+            nb.batch_norm(x, v, v, v, v, epsilon=1e-3, is_training=True)
+            assert numba.get_num_threads() == nthreads, (n, numba.get_num_threads())
+        print("ok")
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in ("FBNOPS_NUM_THREADS", "OMP_NUM_THREADS")}
+    with warnings.catch_warnings():
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
