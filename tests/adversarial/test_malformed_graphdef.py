@@ -230,3 +230,17 @@ def test_a_chain_of_100000_ops_imports_runs_and_differentiates_without_recursion
     np.testing.assert_array_equal(Session(g2).run(f"n{N_CHAIN - 1}:0", feed), feed["x:0"])
     (dx,) = fbnops.gradients(g2.get_output(f"n{N_CHAIN - 1}:0"), [g2.get_output("x:0")])
     np.testing.assert_array_equal(Session(g2).run(dx, feed), np.ones(2, np.float32))
+
+
+@settings(max_examples=60, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(doc=strategies.run_file_documents(as_text=True))
+def test_hostile_run_files_end_in_results_or_one_typed_error(doc, tmp_path_factory):
+    """The run-file reader (fbnops.tools.runfile) under the file-format strategy: never an untyped error."""
+    from fbnops.tools import runfile
+
+    path = tmp_path_factory.mktemp("run") / "run.json"
+    path.write_text(doc)
+    try:
+        runfile.run_file(path)
+    except (runfile.RunFileError, OpError) as e:
+        assert str(e)
