@@ -8,8 +8,9 @@ Model (docs/distributed.md): one Allgather in which each rank receives ``bytes``
 ``alpha * ceil(log2 p) + beta * bytes``.  For each ``p`` the script times Allgathers of 1 to
 131072 float64 per rank (the fastest of 7 batches of calls), takes ``alpha`` from the smallest
 messages and ``beta`` from the slope over the largest, then times one layer's forward +
-gradient (a ResNet-like 32x14x14x256 batch split across the ranks) with ``reproducible=False``
-and ``True``, against ``raw_ops`` on one rank's share (``--no-step``: Allgather only).
+gradient (three ResNet-50-like layers, the batch split across the ranks) with ``reproducible=False``
+and ``True``, against ``raw_ops`` on one rank's share (``--no-step``: Allgather only;
+``--serial``: the step timings alone, in this process through ``SerialComm``).
 
 Oversubscribed machines (more ranks than free cores) measure the scheduler more than the
 network: compare like with like.
@@ -29,7 +30,8 @@ import time
 import numpy as np
 
 SIZES = (1, 8, 64, 512, 4096, 32768, 131072)  # float64 per rank
-LAYER = (32, 14, 14, 256)  # global NHWC batch of the step timing
+# global NHWC batches of the step timing: ResNet-50 stage 3 and stage 1, and a 1x1 head (one row per sample)
+LAYERS = ((32, 14, 14, 256), (32, 56, 56, 64), (256, 1, 1, 2048))
 
 
 def _best_time(fn, world, calls: int, batches: int = 7) -> float:
@@ -67,19 +69,19 @@ def measure(with_step: bool = True) -> dict:
         out["alpha_seconds"] = float(np.median(small)) / math.ceil(math.log2(p))
         out["beta_seconds_per_byte"] = float(beta)
     if with_step:
-        out["step"] = _step_times(world, fd, raw_ops)
+        comm = fd.from_mpi4py(world)
+        out["steps"] = [_step_times(world, comm, fd, raw_ops, layer) for layer in LAYERS]
     return out if rank == 0 else {}
 
 
-def _step_times(world, fd, raw_ops) -> dict:
+def _step_times(world, comm, fd, raw_ops, layer) -> dict:
     rng = np.random.default_rng(0)
-    n, h, w, c = LAYER
+    n, h, w, c = layer
     p, rank = world.Get_size(), world.Get_rank()
     share = [n // p + (i < n % p) for i in range(p)]
     x = (rng.standard_normal((share[rank], h, w, c)) + 1).astype(np.float32)
     dy = rng.standard_normal(x.shape).astype(np.float32)
     s, o, e = np.ones(c, np.float32), np.zeros(c, np.float32), np.zeros(0, np.float32)
-    comm = fd.from_mpi4py(world)
 
     def step(reproducible):
         f = fd.FusedBatchNormV3(comm, x=x, scale=s, offset=o, mean=e, variance=e, reproducible=reproducible)
@@ -95,12 +97,41 @@ def _step_times(world, fd, raw_ops) -> dict:
     for fn in (plain, lambda: step(False), lambda: step(True)):
         fn()  # warm-up
     return {
-        "global_batch": list(LAYER),
+        "global_batch": list(layer),
         "samples_on_rank0": share[0],
         "raw_ops_seconds": _best_time(plain, world, 5),
         "default_seconds": _best_time(lambda: step(False), world, 5),
         "reproducible_seconds": _best_time(lambda: step(True), world, 5),
     }
+
+
+class _OneProcess:
+    """Stands in for MPI.COMM_WORLD in ``--serial`` runs (the step timing only)."""
+
+    def Get_size(self) -> int:
+        return 1
+
+    def Get_rank(self) -> int:
+        return 0
+
+    def Barrier(self) -> None:
+        pass
+
+
+def serial(rounds: int = 3) -> list[dict]:
+    """The step timings on one process through SerialComm: the compute cost of each mode alone.
+
+    The three variants are timed in turns, ``rounds`` times, keeping each one's best.
+    """
+    from fbnops import distributed as fd
+    from fbnops import raw_ops
+
+    best: list[dict] = []
+    for _ in range(rounds):
+        steps = [_step_times(_OneProcess(), fd.SerialComm(), fd, raw_ops, layer) for layer in LAYERS]
+        best = steps if not best else [{k: min(a[k], b[k]) if k.endswith("seconds") else a[k] for k in a}
+                                       for a, b in zip(best, steps, strict=True)]  # fmt: skip
+    return [{"ranks": 1, "allgather": [], "steps": best}]
 
 
 def launch(ranks: list[int], no_step: bool = False) -> list[dict]:
@@ -123,6 +154,12 @@ def launch(ranks: list[int], no_step: bool = False) -> list[dict]:
 
 
 def report(results: list[dict]) -> None:
+    if any(r["allgather"] for r in results):
+        _report_allgather(results)
+    _report_steps(results)
+
+
+def _report_allgather(results: list[dict]) -> None:
     print("Allgather, seconds per call, fastest of 7 batches (float64 per rank):")
     print("  p " + "".join(f"{m:>11}" for m in SIZES))
     for r in results:
@@ -132,13 +169,16 @@ def report(results: list[dict]) -> None:
             print(f"p={r['ranks']}: alpha = {r['alpha_seconds'] * 1e6:.2f} us per log2 step, "
                   f"beta = {r['beta_seconds_per_byte'] * 1e9:.3f} ns per byte "
                   f"({1 / r['beta_seconds_per_byte'] / 1e9:.2f} GB/s)")  # fmt: skip
-    print(f"\nOne layer, forward + gradient, global batch {'x'.join(map(str, LAYER))} NHWC float32 (fastest of 7):")
-    for r in (r for r in results if "step" in r):
-        s = r["step"]
-        ms = {k: s[f"{k}_seconds"] * 1e3 for k in ("raw_ops", "default", "reproducible")}
-        print(f"p={r['ranks']}: raw_ops on rank 0's {s['samples_on_rank0']} samples {ms['raw_ops']:.2f} ms, "
-              f"synchronized {ms['default']:.2f} ms, reproducible {ms['reproducible']:.2f} ms "
-              f"(x{ms['reproducible'] / ms['default']:.2f})")  # fmt: skip
+
+
+def _report_steps(results: list[dict]) -> None:
+    print("\nOne layer, forward + gradient, NHWC float32, fastest of 7 (global batch split across the ranks):")
+    for r in results:
+        for s in r.get("steps", []):
+            ms = {k: s[f"{k}_seconds"] * 1e3 for k in ("raw_ops", "default", "reproducible")}
+            print(f"p={r['ranks']} {'x'.join(map(str, s['global_batch'])):>15}: raw_ops on rank 0's "
+                  f"{s['samples_on_rank0']} samples {ms['raw_ops']:.2f} ms, synchronized {ms['default']:.2f} ms, "
+                  f"reproducible {ms['reproducible']:.2f} ms (x{ms['reproducible'] / ms['default']:.2f})")  # fmt: skip
 
 
 def main() -> None:
@@ -146,6 +186,7 @@ def main() -> None:
     ap.add_argument("--ranks", default="1,2", help="comma-separated rank counts (default 1,2)")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--no-step", action="store_true", help="Allgather figures only (skip the layer timing)")
+    ap.add_argument("--serial", action="store_true", help="step timings only, in this process (SerialComm, no MPI)")
     ap.add_argument("--inner", help=argparse.SUPPRESS)  # set when running under mpiexec
     args = ap.parse_args()
     if args.inner:
@@ -154,7 +195,10 @@ def main() -> None:
             with open(args.inner, "w") as f:
                 json.dump(result, f)
         return
-    results = launch([int(p) for p in args.ranks.split(",")], args.no_step)
+    if args.serial:
+        results = serial()
+    else:
+        results = launch([int(p) for p in args.ranks.split(",")], args.no_step)
     report(results)
     if args.json:
         with open(args.json, "w") as f:
