@@ -80,6 +80,63 @@ def batch_norm(x, scale, offset, mean, variance, *, epsilon, is_training, comput
     return y.astype(out_dtype), mean, variance
 
 
+# ---------------------------------------------------------------------------------------
+# The stages (fbnops.kernels.stages): the same arithmetic as the two functions above,
+# cut where a distributed batch has to add its partial sums.
+# ---------------------------------------------------------------------------------------
+RED_GRAD, RED_SUM, RED_SQ = 0, 1, 2
+APPLY_FULL, APPLY_B, APPLY_A = 0, 1, 2
+GRAD_TRAIN, GRAD_FROZEN, FWD_TRAIN, FWD_INFER = 0, 1, 2, 3
+
+
+def reduce_totals(mode, x, dy, center, rows_per_sample, compute=np.float32):
+    """[sum(dy), sum(dy * xc)], [sum(x), 0] or [0, sum(xc**2)]: (2, C), or per sample (S, 2, C)."""
+    x = x.astype(compute)
+    axes, v = AXES, per_channel
+    if rows_per_sample:
+        outer, C, inner = x.shape
+        x = x.reshape(outer // rows_per_sample, rows_per_sample, C, inner)
+        axes, v = (1, 3), (lambda u: u[None, None, :, None])
+    zero = np.zeros(x.sum(axes, dtype=np.float64).shape)
+    if mode == RED_SUM:
+        return np.stack([x.sum(axes, dtype=np.float64), zero], axis=-2)
+    xc = x - v(center.astype(compute))
+    if mode == RED_SQ:
+        return np.stack([zero, (xc**2).sum(axes, dtype=np.float64)], axis=-2)
+    dy = dy.astype(compute).reshape(x.shape)
+    return np.stack([dy.sum(axes, dtype=np.float64), (dy * xc).sum(axes, dtype=np.float64)], axis=-2)
+
+
+def finish(op, s0, s1, count, epsilon, scale, offset, variance, center, compute=np.float32):
+    """(res0, res1, A, B, K) from the totals; apply() then computes what the functions above do."""
+    n = count
+    zero = np.zeros_like(scale, compute)
+    if op == FWD_TRAIN:
+        center = (s0 / n).astype(compute)
+        variance = (s1 / n).astype(compute)
+    r = 1 / np.sqrt(variance.astype(compute) + compute(epsilon))
+    if op in (FWD_TRAIN, FWD_INFER):
+        return center, variance, zero, scale * r, offset.astype(compute)
+    A = scale * r
+    B, K = zero, zero
+    if op == GRAD_TRAIN:
+        B, K = (r * r * s1 / n).astype(compute), (s0 / n).astype(compute)
+    return (s1 * r).astype(compute), s0.astype(compute), A, B, K
+
+
+def apply(amode, x, dy, A, B, K, center, compute=np.float32):
+    """The element pass, written as batch_norm_grad / batch_norm write it."""
+    out_dtype = x.dtype
+    x = x.astype(compute)
+    if amode == APPLY_A:
+        out = (x - per_channel(center)) * per_channel(B) + per_channel(K)
+    elif amode == APPLY_B:
+        out = dy.astype(compute) * per_channel(A)
+    else:
+        out = per_channel(A) * (dy.astype(compute) - per_channel(K) - (x - per_channel(center)) * per_channel(B))
+    return out.astype(out_dtype)
+
+
 def _quiet(kernel):
     """NaN and Inf inputs propagate silently, as in the compiled kernels (no NumPy warnings)."""
 
@@ -90,5 +147,6 @@ def _quiet(kernel):
     return run
 
 
+reduce_totals, finish, apply = _quiet(reduce_totals), _quiet(finish), _quiet(apply)
 register_kernel("FusedBatchNormGradV3", "reference")(_quiet(batch_norm_grad))
 register_kernel("FusedBatchNormV3", "reference")(_quiet(batch_norm))

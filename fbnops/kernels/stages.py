@@ -1,0 +1,270 @@
+"""The batch-norm kernels cut into stages: partial sums, finish, apply.
+
+A synchronized (multi-process) batch norm runs the op in three steps: each process
+reduces its shard to per-channel float64 sums, the processes exchange and add the
+sums, and every process turns the totals into statistics and coefficients and applies
+them to its own rows.  These functions are those steps, on the current backend
+(``cython``, ``numba`` or ``reference``)::
+
+    s = sum_x(x)                                   # forward, training
+    mean = finish_mean(s, count)                   #   (add the ranks' s first)
+    q = sum_sq(x, mean)                            #   centred on the float32 mean
+    mean, variance, coeffs = finish_forward(s, q, count, scale, offset, epsilon)
+    y = apply_forward(x, coeffs)
+
+    sums = sum_grad(x, dy, mean)                   # gradient
+    scale_bp, offset_bp, coeffs = finish_grad(sums, count, scale, mean, variance, epsilon, is_training)
+    dx = apply_grad(x, dy, coeffs)
+
+Arrays are the canonical view ``(outer, C, inner)``, C-contiguous, of float32, float16
+or bfloat16; per-channel vectors are float32 ``(C,)``; totals float64.  ``count`` is the
+number of elements per channel over the whole (global) batch.  With ``rows_per_sample``
+the partial sums come per sample (``outer // rows_per_sample`` of them, each reduced on
+its own, so its bits do not depend on which other samples share the call).
+
+The contract: on one process the composition gives the bits of the fused op
+(``raw_ops``), and ``apply_*`` of a slice along ``outer`` gives the rows of the full call.
+The variance is the biased one (Bessel's correction is the caller's, as in the op).
+"""
+
+from __future__ import annotations
+
+import importlib
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+
+from ..framework import dtypes
+from ..framework.errors import InvalidArgumentError
+from ..framework.registry import check_backend, get_backend
+
+__all__ = [
+    "Coeffs",
+    "sum_x",
+    "sum_sq",
+    "sum_grad",
+    "finish_mean",
+    "finish_forward",
+    "finish_inference",
+    "finish_grad",
+    "apply_forward",
+    "apply_grad",
+]
+
+# The kernels' protocol: reduction passes, per-channel steps and element passes.
+RED_GRAD, RED_SUM, RED_SQ = 0, 1, 2
+GRAD_TRAIN, GRAD_FROZEN, FWD_TRAIN, FWD_INFER = 0, 1, 2, 3
+APPLY_FULL, APPLY_B, APPLY_A = 0, 1, 2
+_MODULES = {
+    "cython": "fbnops.kernels.cython_backend",
+    "numba": "fbnops.kernels.numba_backend",
+    "reference": "fbnops.kernels.reference",
+}
+_STORAGE = (np.dtype(np.float32), np.dtype(dtypes.float16), np.dtype(dtypes.bfloat16))
+
+
+class Coeffs(NamedTuple):
+    """Per-channel coefficients of the element pass (opaque to callers: pass them to ``apply_*``).
+
+    ``formula`` is ``"compiled"`` (Cython and Numba share one) or ``"reference"``;
+    ``mode`` says which element pass they are for.
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    k: np.ndarray
+    center: np.ndarray
+    mode: int
+    formula: str
+
+
+def _backend():
+    name = get_backend()
+    return importlib.import_module(_MODULES[check_backend(name)]), _formula(name)
+
+
+def _formula(name: str) -> str:
+    return "reference" if name == "reference" else "compiled"
+
+
+# ---------------------------------------------------------------------------------------
+# Validation: typed errors naming the argument, before any kernel runs
+# ---------------------------------------------------------------------------------------
+
+
+def _data(x, name: str, like=None) -> np.ndarray:
+    if not isinstance(x, np.ndarray) or x.ndim != 3 or x.dtype not in _STORAGE:
+        raise InvalidArgumentError(
+            f"{name} must be a 3-D (outer, C, inner) float32/float16/bfloat16 array, got "
+            f"{type(x).__name__} {getattr(x, 'dtype', '')} {getattr(x, 'shape', '')}"
+        )
+    if like is not None and (x.shape != like.shape or x.dtype != like.dtype):
+        raise InvalidArgumentError(f"{name} must have the shape and dtype of x: {x.shape} {x.dtype}")
+    return np.require(x, requirements="CA")
+
+
+def _vector(v, C: int, name: str, dtype=np.float32) -> np.ndarray:
+    if not isinstance(v, np.ndarray) or v.shape != (C,) or v.dtype != dtype:
+        raise InvalidArgumentError(
+            f"{name} must be a {np.dtype(dtype).name} vector of shape ({C},), got "
+            f"{getattr(v, 'dtype', type(v).__name__)} {getattr(v, 'shape', '')}"
+        )
+    return np.require(v, requirements="CA")
+
+
+def _scale(scale) -> np.ndarray:
+    if not isinstance(scale, np.ndarray) or scale.ndim != 1:
+        raise InvalidArgumentError(f"scale must be a float32 vector, got {type(scale).__name__}")
+    return _vector(scale, scale.shape[0], "scale")
+
+
+def _totals(v, shape, name: str) -> np.ndarray:
+    v = np.asarray(v)
+    if v.shape != shape or v.dtype.kind != "f":
+        raise InvalidArgumentError(f"{name} must be float64 of shape {shape}, got {v.dtype} {v.shape}")
+    return np.ascontiguousarray(v, np.float64)
+
+
+def _rows(x: np.ndarray, rows_per_sample) -> int:
+    if rows_per_sample is None:
+        return 0
+    if isinstance(rows_per_sample, bool) or not isinstance(rows_per_sample, numbers.Integral) or rows_per_sample < 1:
+        raise InvalidArgumentError(f"rows_per_sample must be a positive integer, got {rows_per_sample!r}")
+    if x.shape[0] % rows_per_sample:
+        raise InvalidArgumentError(f"rows_per_sample ({rows_per_sample}) does not divide outer ({x.shape[0]})")
+    return int(rows_per_sample)
+
+
+def _count(count) -> float:
+    if isinstance(count, bool) or not isinstance(count, numbers.Real) or not count >= 0:
+        raise InvalidArgumentError(f"count must be a non-negative number, got {count!r}")
+    return float(count)
+
+
+def _epsilon(epsilon) -> float:
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not np.isfinite(epsilon):
+        raise InvalidArgumentError(f"epsilon must be a finite number, got {epsilon!r}")
+    if abs(epsilon) > float(np.finfo(np.float32).max):
+        raise InvalidArgumentError(f"epsilon {epsilon!r} does not fit in float32")
+    return float(epsilon)
+
+
+# ---------------------------------------------------------------------------------------
+# Partial sums
+# ---------------------------------------------------------------------------------------
+
+
+def _reduce(mode: int, x, dy, mean, rows_per_sample) -> np.ndarray:
+    x = _data(x, "x")
+    C = x.shape[1]
+    dy = _data(dy, "y_backprop", like=x) if dy is not None else None
+    mean = _vector(mean, C, "mean") if mean is not None else None
+    rows = _rows(x, rows_per_sample)
+    if x.size == 0:  # an empty shard (or empty planes): zero sums, no kernel
+        return np.zeros(((x.shape[0] // rows,) if rows else ()) + (2, C))
+    module, _ = _backend()
+    return module.reduce_totals(mode, x, dy, mean, rows)
+
+
+def sum_x(x, *, rows_per_sample=None) -> np.ndarray:
+    """Σx per channel, float64 ``(C,)`` (per sample: ``(S, C)``)."""
+    return np.ascontiguousarray(_reduce(RED_SUM, x, None, None, rows_per_sample)[..., 0, :])
+
+
+def sum_sq(x, mean, *, rows_per_sample=None) -> np.ndarray:
+    """Σ(x - mean)² per channel, centred on the float32 ``mean``: float64 ``(C,)`` (per sample ``(S, C)``)."""
+    if mean is None:
+        raise InvalidArgumentError("mean must be a float32 vector, got None")
+    return np.ascontiguousarray(_reduce(RED_SQ, x, None, mean, rows_per_sample)[..., 1, :])
+
+
+def sum_grad(x, dy, mean, *, rows_per_sample=None) -> np.ndarray:
+    """[Σdy, Σdy·(x - mean)] per channel: float64 ``(2, C)`` (per sample ``(S, 2, C)``)."""
+    if dy is None or mean is None:
+        raise InvalidArgumentError("sum_grad needs y_backprop and mean")
+    return _reduce(RED_GRAD, x, dy, mean, rows_per_sample)
+
+
+# ---------------------------------------------------------------------------------------
+# Finish: totals -> statistics, parameter gradients, coefficients
+# ---------------------------------------------------------------------------------------
+
+
+def finish_mean(sum_x, count) -> np.ndarray:
+    """The batch mean, float32 ``(C,)``: the one float64 -> float32 rounding every backend does."""
+    s = _totals(sum_x, np.shape(sum_x)[:1], "sum_x")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (s / _count(count)).astype(np.float32)
+
+
+def finish_forward(sum_x, sum_sq, count, scale, offset, epsilon):
+    """``(mean, variance, coeffs)`` of training: the batch mean and biased variance (float32)."""
+    scale = _scale(scale)
+    C = scale.shape[0]
+    s0, s1 = _totals(sum_x, (C,), "sum_x"), _totals(sum_sq, (C,), "sum_sq")
+    offset = _vector(offset, C, "offset")
+    module, formula = _backend()
+    mean, variance, A, B, K = module.finish(
+        FWD_TRAIN, s0, s1, _count(count), _epsilon(epsilon), scale, offset, None, None
+    )
+    return mean, variance, Coeffs(A, B, K, mean, APPLY_A, formula)
+
+
+def finish_inference(scale, offset, mean, variance, epsilon) -> Coeffs:
+    """The coefficients of inference (given statistics): no sums needed."""
+    scale = _scale(scale)
+    C = scale.shape[0]
+    offset, mean, variance = (_vector(v, C, n) for v, n in ((offset, "offset"), (mean, "mean"), (variance, "variance")))
+    zero = np.zeros(C)
+    module, formula = _backend()
+    _, _, A, B, K = module.finish(FWD_INFER, zero, zero, 1.0, _epsilon(epsilon), scale, offset, variance, mean)
+    return Coeffs(A, B, K, mean.copy(), APPLY_A, formula)
+
+
+def finish_grad(sums, count, scale, mean, variance, epsilon, is_training: bool):
+    """``(scale_backprop, offset_backprop, coeffs)`` from the totals ``[Σdy, Σdy·(x - mean)]``."""
+    scale = _scale(scale)
+    C = scale.shape[0]
+    sums = _totals(sums, (2, C), "sums")
+    mean, variance = _vector(mean, C, "mean"), _vector(variance, C, "variance")
+    op = GRAD_TRAIN if is_training else GRAD_FROZEN
+    module, formula = _backend()
+    res0, res1, A, B, K = module.finish(
+        op, sums[0], sums[1], _count(count), _epsilon(epsilon), scale, None, variance, mean
+    )
+    return res0, res1, Coeffs(A, B, K, mean.copy(), APPLY_FULL if is_training else APPLY_B, formula)
+
+
+# ---------------------------------------------------------------------------------------
+# Apply: the element pass, on any slice of rows
+# ---------------------------------------------------------------------------------------
+
+
+def _apply(x, dy, coeffs, modes, what: str) -> np.ndarray:
+    if not isinstance(coeffs, Coeffs) or coeffs.mode not in modes:
+        raise InvalidArgumentError(f"coeffs must come from {what}, got {type(coeffs).__name__}")
+    x = _data(x, "x")
+    dy = _data(dy, "y_backprop", like=x) if dy is not None else None
+    C = x.shape[1]
+    A, B, K, center = (_vector(getattr(coeffs, n), C, f"coeffs.{n}") for n in ("a", "b", "k", "center"))
+    module, formula = _backend()
+    if formula != coeffs.formula:
+        raise InvalidArgumentError(
+            f"coeffs were made by a {coeffs.formula} backend, the current one is {get_backend()}"
+        )
+    if x.size == 0:
+        return np.empty_like(x)
+    return module.apply(coeffs.mode, x, dy, A, B, K, center)
+
+
+def apply_forward(x, coeffs: Coeffs) -> np.ndarray:
+    """y = (x - mean) * scale / sqrt(variance + epsilon) + offset, as the op rounds it."""
+    return _apply(x, None, coeffs, (APPLY_A,), "finish_forward or finish_inference")
+
+
+def apply_grad(x, dy, coeffs: Coeffs) -> np.ndarray:
+    """x_backprop of the op, from the coefficients of finish_grad."""
+    if dy is None:
+        raise InvalidArgumentError("apply_grad needs y_backprop")
+    return _apply(x, dy, coeffs, (APPLY_FULL, APPLY_B), "finish_grad")
