@@ -419,3 +419,97 @@ def test_dml_overlapping_output_strides_and_huge_buffers():
     with pytest.raises(dml.HRESULTError) as e:
         dml.ID3D12Resource(2**50)  # refused before allocating
     assert e.value.hresult == "E_OUTOFMEMORY"
+
+
+# ------------------------------------------------------------------------------ CompileGraph (D4)
+
+
+def _graph(dev, ops, input_edges, intermediate_edges, output_edges, n_in, n_out):
+    def edges(kind, items):
+        return [dml.DML_GRAPH_EDGE_DESC(kind, e) for e in items]
+
+    nodes = [
+        dml.DML_GRAPH_NODE_DESC(dml.DML_GRAPH_NODE_TYPE_OPERATOR, dml.DML_OPERATOR_GRAPH_NODE_DESC(o)) for o in ops
+    ]
+    desc = dml.DML_GRAPH_DESC(
+        n_in,
+        n_out,
+        len(nodes),
+        nodes,
+        len(input_edges),
+        edges(dml.DML_GRAPH_EDGE_TYPE_INPUT, input_edges),
+        len(output_edges),
+        edges(dml.DML_GRAPH_EDGE_TYPE_OUTPUT, output_edges),
+        len(intermediate_edges),
+        edges(dml.DML_GRAPH_EDGE_TYPE_INTERMEDIATE, intermediate_edges),
+    )
+    return dev.CompileGraph(desc, dml.DML_EXECUTION_FLAG_NONE)
+
+
+def test_dml_compile_graph_runs_nodes_in_order():
+    """Forward BATCH_NORMALIZATION feeding GRAD's InputGradientTensor: the graph equals the two calls."""
+    T, f32 = dml.make_tensor_desc, dml.DML_TENSOR_DATA_TYPE_FLOAT32
+    shape, s = (2, 3, 2, 2), (1, 3, 1, 1)
+    dev = dml.DMLCreateDevice()
+    fwd_desc = dml.DML_BATCH_NORMALIZATION_OPERATOR_DESC(
+        T(f32, shape), T(f32, s), T(f32, s), T(f32, s), T(f32, s), T(f32, shape), Epsilon=1e-3
+    )
+    fwd = dev.CreateOperator(dml.DML_OPERATOR_DESC(dml.DML_OPERATOR_BATCH_NORMALIZATION, fwd_desc))
+    grad_desc = dml_desc(dml.DML_OPERATOR_BATCH_NORMALIZATION_GRAD, shape, s, eps=1e-3)
+    grad = dev.CreateOperator(grad_desc)
+    In, Mid, Out = dml.DML_INPUT_GRAPH_EDGE_DESC, dml.DML_INTERMEDIATE_GRAPH_EDGE_DESC, dml.DML_OUTPUT_GRAPH_EDGE_DESC
+    # graph inputs: 0 x, 1 mean, 2 variance, 3 scale, 4 bias; node 0 = forward, node 1 = grad
+    input_edges = [In(0, 0, 0), In(1, 0, 1), In(2, 0, 2), In(3, 0, 3), In(4, 0, 4)]
+    input_edges += [In(0, 1, 0), In(1, 1, 2), In(2, 1, 3), In(3, 1, 4)]
+    compiled = _graph(
+        dev, [fwd, grad], input_edges, [Mid(0, 0, 1, 1)], [Out(1, 0, 0), Out(1, 1, 1), Out(1, 2, 2)], 5, 3
+    )
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(F)
+    mean, var, scale, bias = (rng.standard_normal(s) * 0.1).astype(F), stat(1.5, s), stat(2.0, s), stat(0.5, s)
+    d3d = dev.GetParentDevice()
+    cmd, rec = d3d.CreateCommandList(), dev.CreateCommandRecorder()
+    init = dev.CreateOperatorInitializer([compiled])
+    rec.RecordDispatch(cmd, init, dev.CreateBindingTable(dml.DML_BINDING_TABLE_DESC(init)))
+    table = dev.CreateBindingTable(dml.DML_BINDING_TABLE_DESC(compiled))
+
+    def bound(value=None, n=96):
+        res = d3d.CreateCommittedResource(n)
+        if value is not None:
+            res.Upload(value)
+        return dml.DML_BINDING_DESC(dml.DML_BINDING_TYPE_BUFFER, dml.DML_BUFFER_BINDING(res, 0, n))
+
+    table.BindInputs([bound(x), bound(mean, 12), bound(var, 12), bound(scale, 12), bound(bias, 12)])
+    outs = [bound(), bound(None, 12), bound(None, 12)]
+    table.BindOutputs(outs)
+    rec.RecordDispatch(cmd, compiled, table)
+    cmd.Close()
+    d3d.CreateCommandQueue().ExecuteCommandLists([cmd])
+    y = dml.run_operator(
+        dev,
+        dml.DML_OPERATOR_DESC(dml.DML_OPERATOR_BATCH_NORMALIZATION, fwd_desc),
+        dict(InputTensor=x, MeanTensor=mean, VarianceTensor=var, ScaleTensor=scale, BiasTensor=bias),
+    )["OutputTensor"]
+    want = dml_grad(dml.DML_OPERATOR_BATCH_NORMALIZATION_GRAD, x, y, mean, var, scale, eps=1e-3)
+    np.testing.assert_array_equal(outs[0].Desc.Buffer.Readback(F, shape), want[0])
+    np.testing.assert_array_equal(outs[1].Desc.Buffer.Readback(F, s), want[1])
+
+
+def test_dml_compile_graph_rejects_bad_edges():
+    dev = dml.DMLCreateDevice()
+    grad = dev.CreateOperator(_grad_desc())
+    In, Mid, Out = dml.DML_INPUT_GRAPH_EDGE_DESC, dml.DML_INTERMEDIATE_GRAPH_EDGE_DESC, dml.DML_OUTPUT_GRAPH_EDGE_DESC
+    full = [In(i, 0, i) for i in range(5)]
+    outs = [Out(0, i, i) for i in range(3)]
+    _graph(dev, [grad], full, [], outs, 5, 3)
+    for ins, mids, o, n_in, message in (
+        (full[:4], [], outs, 5, "graph inputs must be connected"),
+        (full[:4], [], outs, 4, "ScaleTensor of node 0 is not connected"),
+        ([*full, In(0, 0, 0)], [], outs, 5, "connected twice"),
+        ([In(0, 1, 0)] + full[1:], [], outs, 5, "node index 1 is out of range"),
+        (full, [], [Out(0, 3, 0)] + outs[1:], 5, "output index 3 of node 0 is out of range"),
+        ([In(0, 0, 0), In(1, 0, 2), In(2, 0, 3), In(3, 0, 4)], [Mid(0, 0, 0, 1)], outs, 4, "cycle"),
+    ):
+        with pytest.raises(dml.HRESULTError, match=message) as e:
+            _graph(dev, [grad], ins, mids, o, n_in, 3)
+        assert e.value.hresult == "E_INVALIDARG"

@@ -63,11 +63,22 @@ from .descs import (
 )
 from .device import DMLCreateDevice, DMLCreateDevice1, IDMLDevice, sizeof
 from .enums import HRESULTError
+from .graph import (
+    DML_GRAPH_DESC,
+    DML_GRAPH_EDGE_DESC,
+    DML_GRAPH_NODE_DESC,
+    DML_INPUT_GRAPH_EDGE_DESC,
+    DML_INTERMEDIATE_GRAPH_EDGE_DESC,
+    DML_OPERATOR_GRAPH_NODE_DESC,
+    DML_OUTPUT_GRAPH_EDGE_DESC,
+)
 from .objects import IDMLCompiledOperator, IDMLObject, IDMLOperator, IDMLOperatorInitializer
 from .recorder import IDMLCommandRecorder
 from .run import run_operator
 from .schemas import SCHEMAS
 from .validation import validate_operator_desc
+
+IDMLDevice1 = IDMLDevice  # CompileGraph lives on the one device class
 
 # Every DirectML.h constant (DML_*) and S_OK, at package level as in the header.
 globals().update({k: v for k, v in vars(_enums).items() if k.startswith("DML_") or k == "S_OK"})

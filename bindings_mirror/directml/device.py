@@ -29,6 +29,7 @@ from .enums import (
     HRESULTError,
     invalid,
 )
+from .graph import DML_GRAPH_DESC, compile_graph
 from .objects import IDMLCompiledOperator, IDMLObject, IDMLOperator, IDMLOperatorInitializer
 from .recorder import IDMLCommandRecorder
 from .validation import validate_operator_desc
@@ -100,6 +101,11 @@ class IDMLDevice(IDMLObject):
         if flags & ~0x7:
             raise invalid(f"CompileOperator: unknown DML_EXECUTION_FLAGS {flags:#x}")
         return IDMLCompiledOperator(op, flags)
+
+    def CompileGraph(self, desc: DML_GRAPH_DESC, flags: int = DML_EXECUTION_FLAG_NONE) -> IDMLCompiledOperator:
+        """IDMLDevice1::CompileGraph: the graph's inputs and outputs are the compiled operator's bindings."""
+        schema, members = compile_graph(desc)
+        return self.CompileOperator(IDMLOperator(schema, members), flags)
 
     def CreateOperatorInitializer(self, operators) -> IDMLOperatorInitializer:
         return IDMLOperatorInitializer(operators)

@@ -122,3 +122,12 @@ class HRESULTError(Exception):
 def invalid(message: str) -> HRESULTError:
     """``E_INVALIDARG`` with a message naming the member and the rule."""
     return HRESULTError("E_INVALIDARG", message)
+
+
+DML_GRAPH_EDGE_TYPE_INVALID = 0
+DML_GRAPH_EDGE_TYPE_INPUT = 1
+DML_GRAPH_EDGE_TYPE_OUTPUT = 2
+DML_GRAPH_EDGE_TYPE_INTERMEDIATE = 3
+DML_GRAPH_NODE_TYPE_INVALID = 0
+DML_GRAPH_NODE_TYPE_OPERATOR = 1
+DML_GRAPH_NODE_TYPE_CONSTANT = 2
