@@ -84,7 +84,7 @@ class _Shard:
         return np.empty(self.shape, self.dtype) if rows is None else rows.reshape(self.shape)
 
 
-def _validate(comm, op, inputs, attrs, extra) -> tuple[Header, dict | None, dict, _Shard | None]:
+def _validate(op, inputs, attrs, extra) -> tuple[Header, dict | None, dict, _Shard | None]:
     """Validate locally, never raising: a failed rank must still join the first collective."""
     header = Header(op)
     try:
@@ -158,7 +158,7 @@ def FusedBatchNormV3(
     if is_training is False:  # inference: per-sample arithmetic, nothing to share
         _check_mode(op, reproducible)
         return _ForwardOutput(*execute(op, inputs, attrs))
-    header, a, attrs, shard = _validate(comm, op, inputs, attrs, {"reproducible": reproducible})
+    header, a, attrs, shard = _validate(op, inputs, attrs, {"reproducible": reproducible})
     st = _stages()
     C = int(header.values[3])
     xv = shard.canonical(a["x"]) if shard is not None else None
@@ -221,7 +221,7 @@ def FusedBatchNormGradV3(
         _check_mode(op, reproducible, param_grads)
         return _GradOutput(*execute(op, inputs, attrs))
     extra = {"reproducible": reproducible, "param_grads": param_grads}
-    header, a, attrs, shard = _validate(comm, op, inputs, attrs, extra)
+    header, a, attrs, shard = _validate(op, inputs, attrs, extra)
     st = _stages()
     C = int(header.values[3])
     xv = dyv = None
