@@ -28,7 +28,7 @@ from . import report
 from .accuracy import accuracy
 from .cases import DTYPES, LAYOUTS, OPS, SHAPES, Case, make_cases, parse_shapes
 from .peers import PEERS, fbnops_call, has_module
-from .timing import floor_calls, interleaved, paired_ratio, tiny_call_cost
+from .timing import floor_calls, interleaved, paired_ratio, stream_add, tiny_call_cost
 
 DEFAULT_ROUNDS = 9
 
@@ -119,6 +119,10 @@ def _read_old(path: str | None) -> dict | None:
 def validate(args) -> tuple[list[str], list[Case], dict | None]:
     """Everything that can be wrong with the arguments, before anything runs."""
     peers = _peers(args.peers)
+    try:
+        stream_add()
+    except ImportError as e:
+        raise BenchUsageError(str(e)) from None
     if args.plot and not has_module("matplotlib"):
         raise BenchUsageError("--plot needs matplotlib: pip install 'fbnops[bench]'")
     _check_output(args.json, "--json")

@@ -64,23 +64,29 @@ def interleaved(calls: dict[str, Callable], rounds: int) -> dict[str, Sample]:
     return {k: Sample(tuple(v)) for k, v in times.items()}
 
 
-def _stream_add():
+def stream_add():
+    """The compiled ``out = a + b`` (same threads and partition as the kernels); ImportError if not built."""
     try:
         from fbnops.kernels._cython._tools import stream_add
-    except ImportError:  # before the benchmark helpers left the production kernels
-        from fbnops.kernels._cython.batch_norm import stream_add
+    except ImportError:  # an extension built before the benchmark helpers left the production kernels
+        try:
+            from fbnops.kernels._cython.batch_norm import stream_add
+        except ImportError:
+            raise ImportError(
+                "the streaming floor needs the compiled kernels' stream_add (python setup.py build_ext --inplace)"
+            ) from None
     return stream_add
 
 
 def floor_calls(nbytes: int, threads: int) -> dict[str, Callable]:
     """Read two arrays of ``nbytes``, write one: ``out = a + b`` with ordinary and with
     non-temporal stores (the data that any batch-norm gradient must move)."""
-    stream_add = _stream_add()
+    add = stream_add()
     n = max(nbytes // 4, 1)
     a, b, out = np.ones(n, np.float32), np.ones(n, np.float32), np.empty(n, np.float32)
     return {
-        "floor": lambda: stream_add(a, b, out, threads),
-        "floor_nt": lambda: stream_add(a, b, out, threads, True),
+        "floor": lambda: add(a, b, out, threads),
+        "floor_nt": lambda: add(a, b, out, threads, True),
     }
 
 
