@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
-
 import ml_dtypes
 import numpy as np
-import pytest
 
 from fbnops import distributed as fd
 from fbnops import raw_ops
-
-try:
-    importlib.import_module("fbnops.kernels.stages")
-    REAL_STAGES = True
-except ImportError:
-    REAL_STAGES = False
-
-needs_real_stages = pytest.mark.skipif(
-    not REAL_STAGES, reason="fbnops.kernels.stages (the compiled partials/finish/apply) is not in the tree yet"
-)
 
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 SHARDINGS = ([7], [4, 3], [3, 0, 4], [0, 7, 0], [1, 1, 5])

@@ -7,7 +7,6 @@ joined, and whether all ranks hold the same per-channel bits.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -15,14 +14,6 @@ import numpy as np
 
 HERE = Path(__file__).parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
-
-if importlib.util.find_spec("fbnops.kernels.stages") is None:  # same stand-in as the in-process tests
-    import standin_stages
-
-    import fbnops.kernels
-
-    sys.modules["fbnops.kernels.stages"] = standin_stages
-    fbnops.kernels.stages = standin_stages
 
 from dist_helpers import PER_CHANNEL, ROWS, batch, split, step  # noqa: E402
 from mpi4py import MPI  # noqa: E402

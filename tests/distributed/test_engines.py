@@ -10,7 +10,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from dist_helpers import PER_CHANNEL, REAL_STAGES, ROWS, batch, same_bits, single_process
+from dist_helpers import PER_CHANNEL, ROWS, batch, same_bits, single_process
 
 from fbnops.distributed.demo import find_mpiexec
 
@@ -53,7 +53,7 @@ def test_mpiexec_one_two_three_ranks_agree(tmp_path):
                 np.testing.assert_allclose(got[k], want[k], rtol=2e-6, atol=1e-6, err_msg=f"{case} p={p} {k}")
             if mode == "reproducible":  # any number of ranks: the same bits
                 assert not same_bits(got, {k: runs[1][f"{case}/{k}"] for k in got}), (case, p)
-            elif p == 1 and REAL_STAGES:  # one rank is the single-process op
+            elif p == 1:  # one rank is the single-process op
                 assert not same_bits(got, want), case
 
 
@@ -69,9 +69,6 @@ def test_demo_without_mpi_is_one_clean_line_and_exit_2(monkeypatch, capsys):
 
 @pytest.mark.skipif(
     find_mpiexec() is None or importlib.util.find_spec("mpi4py") is None, reason="needs mpi4py and mpiexec"
-)
-@pytest.mark.skipif(
-    not REAL_STAGES, reason="the demo runs the compiled stages (fbnops.kernels.stages not in the tree yet)"
 )
 def test_demo_on_two_ranks_agrees_with_the_single_process_op(capsys):
     from fbnops.distributed import demo

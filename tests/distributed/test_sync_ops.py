@@ -9,7 +9,6 @@ from dist_helpers import (
     SHARDINGS,
     batch,
     joined,
-    needs_real_stages,
     same_bits,
     sharded_step,
     single_process,
@@ -48,7 +47,6 @@ def test_default_mode_is_within_the_float64_oracle_tolerances(sizes, data_format
         assert rel_err(got[name], want[name]) <= 2 * STAT_TOL, name
 
 
-@needs_real_stages
 @pytest.mark.parametrize("backend", sorted({fbnops.get_backend(), "reference"}))
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW", "NDHWC", "NCDHW"])
 @pytest.mark.parametrize("factor", [1.0, 0.25])

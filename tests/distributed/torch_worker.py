@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import numpy as np
-
-
-def _install_stages() -> None:
-    if importlib.util.find_spec("fbnops.kernels.stages") is None:  # the tests' stand-in, as in-process
-        import standin_stages
-
-        import fbnops.kernels
-
-        sys.modules["fbnops.kernels.stages"] = standin_stages
-        fbnops.kernels.stages = standin_stages
 
 
 def run(rank: int, world: int, init_file: str, out_prefix: str, sizes: list[int], data: dict) -> None:
     import torch
     import torch.distributed as dist
 
-    _install_stages()
     from fbnops import distributed as fd
 
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
