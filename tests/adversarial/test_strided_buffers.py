@@ -23,7 +23,7 @@ from fbnops.framework import strided
 from fbnops.testing.isolated import run_isolated
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-CHILD = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+CHILD = settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # ------------------------------------------------------------------------------ strategies
 
@@ -258,7 +258,7 @@ def onednn_case(draw):
 
 
 @CHILD
-@given(st.lists(dml_case(), min_size=25, max_size=25))
+@given(st.lists(dml_case(), min_size=50, max_size=50))
 def test_directml_hostile_layouts_and_bindings(cases):
     out = run_isolated(run_dml_cases, cases, timeout=120)
     assert out.kind == "ok", (out.kind, out.signal, out.error_type, out.message, out.stderr[-2000:])
@@ -266,7 +266,7 @@ def test_directml_hostile_layouts_and_bindings(cases):
 
 
 @CHILD
-@given(st.lists(onednn_case(), min_size=25, max_size=25))
+@given(st.lists(onednn_case(), min_size=50, max_size=50))
 def test_onednn_hostile_strides_and_handles(cases):
     out = run_isolated(run_onednn_cases, cases, timeout=120)
     assert out.kind == "ok", (out.kind, out.signal, out.error_type, out.message, out.stderr[-2000:])
