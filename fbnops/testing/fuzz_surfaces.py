@@ -94,7 +94,8 @@ def run_cc(op_type, built):
     args = []
     for n in spec.input_names:
         v = built.inputs[n]
-        args.append(cc.ops.Const(root.WithOpName(n), v) if isinstance(v, np.ndarray) else v)
+        literal = isinstance(v, (np.ndarray, list, tuple, float, int))  # C++ Input::Initializer forms
+        args.append(cc.ops.Const(root.WithOpName(n), v) if literal else v)
     op = cls(root, *args, attrs)
     outputs: list = []
     status = cc.ClientSession(root).Run([getattr(op, n) for n in spec.output_names], outputs)
