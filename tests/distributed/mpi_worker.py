@@ -19,6 +19,7 @@ from dist_helpers import PER_CHANNEL, ROWS, batch, split, step  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 from fbnops import distributed as fd  # noqa: E402
+from fbnops.distributed import _sync  # noqa: E402
 
 CASES = {
     "nhwc_f32": dict(data_format="NHWC", dtype="float32"),
@@ -30,10 +31,13 @@ def main(out: str, sizes: list[int]) -> None:
     world = MPI.COMM_WORLD
     comm = fd.from_mpi4py(world)
     saved = {}
+    allgather_up_to = _sync.REDUCE_SCATTER_FROM
     for name, case in CASES.items():
         b = batch(n=sum(sizes), **case)
         mine = dict(b, x=split(b["x"], sizes)[comm.rank], dy=split(b["dy"], sizes)[comm.rank])
-        for mode in ("default", "reproducible"):
+        for mode in ("default", "reproducible", "reduce_scatter"):
+            # reduce_scatter: the large-p path (MPI Alltoall + Allgather), forced at any p
+            _sync.REDUCE_SCATTER_FROM = 2 if mode == "reduce_scatter" else allgather_up_to
             r = step(comm, mine, data_format=case["data_format"], reproducible=mode == "reproducible")
             per_channel = world.gather(b"".join(r[k].tobytes() for k in PER_CHANNEL), root=0)
             rows = world.gather({k: r[k] for k in ROWS}, root=0)

@@ -53,6 +53,8 @@ def test_mpiexec_one_two_three_ranks_agree(tmp_path):
                 np.testing.assert_allclose(got[k], want[k], rtol=2e-6, atol=1e-6, err_msg=f"{case} p={p} {k}")
             if mode == "reproducible":  # any number of ranks: the same bits
                 assert not same_bits(got, {k: runs[1][f"{case}/{k}"] for k in got}), (case, p)
+            elif mode == "reduce_scatter":  # the same additions in the same order as the Allgather path
+                assert not same_bits(got, {k: run[f"{layout}/default/{k}"] for k in got}), (case, p)
             elif p == 1:  # one rank is the single-process op
                 assert not same_bits(got, want), case
 
