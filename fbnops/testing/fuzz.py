@@ -38,6 +38,7 @@ def _reference_values(case: dict, built: Built):
     from fbnops.ops.canonical import NdView
 
     i = {k: np.asarray(v) for k, v in built.inputs.items()}
+    i = {k: v if v.dtype.kind == "f" else np.real(v).astype(np.float64) for k, v in i.items()}  # cast inputs
     a = built.attrs
     x = i["x"]
     view = NdView.for_data_format(x.shape, a["data_format"]).view
@@ -83,9 +84,13 @@ def run_case(case: dict) -> str:
         return run_dml_onednn(case)
     built = build_inputs(dict(case, surface="raw_fwd" if surface == "raw_fwd" else "raw_grad"))
     java_defaults = {}
-    if surface == "java" and any(v is None for v in built.attrs.values()):
-        built.expect = "accept"  # Java: an option set to null is not set (the default applies), as in TF Java
+    if surface in ("java", "raw_grad", "raw_fwd") and any(v is None for v in built.attrs.values()):
+        built.expect = "accept"  # an option set to null/None is not set: the default applies (TF Java, tf.raw_ops)
         java_defaults = {"epsilon": 1e-4}
+    if surface in ("raw_grad", "raw_fwd") and case["mutation"]["kind"] in ("dtype", "not_array"):
+        # tf.raw_ops converts inputs: cast to the dtype of the input's attr group (then checked against the
+        # reference), or TensorFlow's "Value for attr 'T' of double is not in the list ..." naming the attr
+        built.expect, built.arg = "either", None
     op_type = "FusedBatchNormV3" if surface == "raw_fwd" else "FusedBatchNormGradV3"
     try:
         if surface in ("raw_grad", "raw_fwd"):
