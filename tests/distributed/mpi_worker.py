@@ -20,6 +20,7 @@ from mpi4py import MPI  # noqa: E402
 
 from fbnops import distributed as fd  # noqa: E402
 from fbnops.distributed import _sync  # noqa: E402
+from fbnops.errors import InvalidArgumentError  # noqa: E402
 
 CASES = {
     "nhwc_f32": dict(data_format="NHWC", dtype="float32"),
@@ -47,7 +48,19 @@ def main(out: str, sizes: list[int]) -> None:
                 for k in ROWS:
                     saved[f"{name}/{mode}/{k}"] = np.concatenate([p[k] for p in rows])
                 saved[f"{name}/{mode}/same_on_all_ranks"] = np.array(len(set(per_channel)) == 1)
+    # the last rank passes a 3-D x: every rank must raise the same InvalidArgumentError
+    b = batch(n=sum(sizes))
+    mine = dict(b, x=split(b["x"], sizes)[comm.rank], dy=split(b["dy"], sizes)[comm.rank])
+    if comm.rank == comm.size - 1:
+        mine["x"] = mine["x"][:, 0]
+    try:
+        step(comm, mine)
+        message = "no error"
+    except InvalidArgumentError as e:
+        message = str(e)
+    messages = world.gather(message, root=0)
     if comm.rank == 0:
+        saved["error/messages"] = np.array(messages)
         np.savez(out, **saved)
 
 

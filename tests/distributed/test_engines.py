@@ -40,6 +40,9 @@ def test_mpiexec_one_two_three_ranks_agree(tmp_path):
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr[-2000:]
         runs[p] = _load(out)
+    for p, run in runs.items():  # one bad rank: the same typed error on every rank, naming it
+        messages = set(run.pop("error/messages").tolist())
+        assert len(messages) == 1 and f"failed on rank {p - 1}: input must be 4 or 5-dimensional" in messages.pop()
     names = {k.rsplit("/", 1)[0] for k in runs[1]}
     for case in sorted(names):
         layout, mode = case.split("/")
