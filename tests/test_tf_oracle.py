@@ -54,14 +54,21 @@ def _scale_shape(shape, fmt):
 
 FORWARD_SHAPES = [(1, 1, 6, 1), (1, 1, 6, 2), (1, 2, 1, 6), (27, 131, 127, 6), (0, 131, 127, 6), (1, 1, 1, 1),
                   (1, 2, 6, 1, 3)]  # fmt: skip
-FORWARD_CASES = [
-    (shape, dtype, fmt, factor, training)
-    for shape in FORWARD_SHAPES
-    for dtype in DTYPES
-    for fmt in (("NHWC", "NCHW") if len(shape) == 4 else ("NCDHW", "NDHWC"))
-    for factor in (1.0, 0.6)
-    for training in (True, False)
-]
+
+
+def _runtests(shapes) -> list[tuple]:
+    """TensorFlow's ``_runtests`` grid (with bfloat16, which TF 2.21 runs on CPU)."""
+    return [
+        (shape, dtype, fmt, factor, training)
+        for shape in shapes
+        for dtype in DTYPES
+        for fmt in (("NHWC", "NCHW") if len(shape) == 4 else ("NCDHW", "NDHWC"))
+        for factor in (1.0, 0.6)
+        for training in (True, False)
+    ]
+
+
+FORWARD_CASES = _runtests(FORWARD_SHAPES)
 
 
 def _forward_inputs(shape, dtype, fmt, factor, training):
@@ -133,14 +140,7 @@ GRADIENT_SHAPES = [
     (1, 1, 1, 1),
     (1, 2, 6, 1, 3),
 ]
-GRADIENT_CASES = [
-    (shape, dtype, fmt, factor, training)
-    for shape in GRADIENT_SHAPES
-    for dtype in DTYPES
-    for fmt in (("NHWC", "NCHW") if len(shape) == 4 else ("NCDHW", "NDHWC"))
-    for factor in (1.0, 0.6)
-    for training in (True, False)
-]
+GRADIENT_CASES = _runtests(GRADIENT_SHAPES)
 GRADGRAD_CONFIGS = [((2, 3, 4, 5), "float32"), ((2, 3, 2, 2), "float32"), ((2, 3, 4, 5), "float16"),
                     ((2, 3, 2, 2), "float16"), ((2, 3, 2, 2, 2), "float32"), ((2, 3, 2, 2, 2), "float16")]  # fmt: skip
 GRADGRAD_CASES = [

@@ -171,15 +171,8 @@ SPEC = OpSpec(
 def _body(kernel: None, a: dict[str, np.ndarray], attrs: dict[str, Any]) -> GradGrad:
     view = NdView.for_data_format(a["x"].shape, attrs["data_format"])
     tensors = {k: view.to_view(a[k]) for k in ("y_backprop", "x", "grad_x_backprop")}
-    out = grad_grad_view(
-        tensors["y_backprop"],
-        tensors["x"],
-        a["scale"],
-        a["reserve_space_1"],
-        a["reserve_space_2"],
-        tensors["grad_x_backprop"],
-        a["grad_scale_backprop"],
-        a["grad_offset_backprop"],
+    out = grad_grad_view(  # the spec's input order is grad_grad_view's
+        *(tensors.get(name, a[name]) for name in SPEC.input_names),
         epsilon=attrs["epsilon"],
         is_training=attrs["is_training"],
         op=SPEC.name,
