@@ -9,6 +9,7 @@ never modified.
 from __future__ import annotations
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -102,3 +103,14 @@ def test_the_callers_arrays_are_not_modified():
 def test_error_names_the_input():
     with pytest.raises(InvalidArgumentError, match=r"\(input 'reserve_space_2'\)"):
         fbnops.raw_ops.FusedBatchNormGradV3(**{**call_inputs(ROWS[0]), "reserve_space_2": [[1.0], [2.0, 3.0]]})
+
+
+@pytest.mark.parametrize("epsilon", [1e40, -1e40, 10**400, np.float64(1e300)])
+def test_epsilon_beyond_float_is_typed_on_the_graph_surface_too(epsilon):
+    """Issue: never an OverflowError (10**400) or a RuntimeWarning (1e40 into float32)."""
+    scope = fbnops.Scope(fbnops.Graph())
+    x, v = scope.placeholder(np.float32, (1, 1, 1, 2)), scope.placeholder(np.float32, (2,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InvalidArgumentError, match="is out of the range of float"):
+            scope.add_op("FusedBatchNormV3", [x, v, v, v, v], {"epsilon": epsilon})

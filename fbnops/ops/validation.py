@@ -39,9 +39,16 @@ def _attr_value(op: str, a, v: Any) -> Any:
     if a.type == "float":
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise InvalidArgumentError(f"Attr '{a.name}' expects a float, got {type(v).__name__} {v!r}", op)
-        v = float(np.float32(v))  # TensorFlow stores float attrs as float32
-        if not math.isfinite(v):
-            raise InvalidArgumentError(f"Attr '{a.name}' must be a finite float, got {v!r}", op)
+        try:
+            with np.errstate(over="ignore"):
+                f = float(np.float32(v))  # TensorFlow stores float attrs as float32
+        except OverflowError:  # an int beyond the double range
+            f = math.inf
+        if math.isinf(f) and not (isinstance(v, (float, np.floating)) and math.isinf(v)):
+            raise InvalidArgumentError(f"Value for attr '{a.name}' of {v!r:.40} is out of the range of float", op)
+        if not math.isfinite(f):
+            raise InvalidArgumentError(f"Attr '{a.name}' must be a finite float, got {f!r}", op)
+        v = f
     elif a.type == "bool":
         if not isinstance(v, (bool, np.bool_)):
             raise InvalidArgumentError(f"Attr '{a.name}' expects a bool, got {type(v).__name__} {v!r}", op)
