@@ -18,7 +18,7 @@ from dist_helpers import (
 
 import fbnops
 from fbnops import distributed as fd
-from fbnops.kernels.cython_backend import SERIAL_BELOW
+from fbnops.kernels._plan import SERIAL_BELOW
 from fbnops.testing import STAT_TOL, X_TOL, forward_f64, grad_f64, rel_err
 
 
