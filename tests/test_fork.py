@@ -7,6 +7,8 @@ Python process under a timeout, so a hang or a crash fails the test instead of p
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -65,12 +67,22 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.parametrize("backend", ["cython", "numba"])
 def test_kernels_in_a_forked_child_give_the_same_bits(backend):
-    if sys.platform == "win32" or not hasattr(__import__("os"), "fork"):
+    if not hasattr(os, "fork"):
         pytest.skip("no fork() on this platform")
     if backend not in fbnops.available_backends():
         pytest.skip(f"backend {backend!r} is not available in this install")
+    # its own session, so that on a hang the forked children are killed with it
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, backend],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        run = subprocess.run([sys.executable, "-c", SCRIPT, backend], capture_output=True, text=True, timeout=240)
+        out, err = proc.communicate(timeout=240)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         pytest.fail(f"{backend}: a kernel hung in a forked child")
-    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
+    assert proc.returncode == 0 and out.strip() == "ok", err[-3000:]
