@@ -191,3 +191,60 @@ def test_generated_mirrors_have_the_op(op):
     for a in spec.outputs:  # one accessor per output, camelCase
         head, *rest = a.name.split("_")
         assert callable(getattr(java, head + "".join(p.capitalize() for p in rest)))
+
+
+X4 = np.random.default_rng(8).standard_normal((2, 2, 2, 3)).astype(F)
+DY4 = np.random.default_rng(9).standard_normal((2, 2, 2, 3)).astype(F)
+ONES3, ZEROS3 = [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]
+
+
+def _raw_pair(fwd: str):
+    f = getattr(fbnops.raw_ops, fwd)(x=X4, scale=np.ones(3, F), offset=np.zeros(3, F), mean=np.zeros(0, F),
+                                     variance=np.zeros(0, F), epsilon=1e-3)  # fmt: skip
+    g = getattr(fbnops.raw_ops, get_spec(fwd).gradient)(
+        y_backprop=DY4, x=X4, scale=np.ones(3, F), reserve_space_1=f[3], reserve_space_2=f[4], epsilon=1e-3
+    )
+    return f, g
+
+
+@pytest.mark.parametrize("fwd", ["FusedBatchNorm", "FusedBatchNormV2"])
+def test_cc_mirror_runs_the_op_and_its_grad(fwd):
+    from bindings_mirror import cc
+    from bindings_mirror.cc import ClientSession, ops
+
+    grad = get_spec(fwd).gradient
+    root = cc.Scope.NewRootScope()
+    x = ops.Placeholder(root, cc.DT_FLOAT, ops.Placeholder.Shape([2, 2, 2, 3]))
+    f = getattr(ops, fwd)(root, x, ONES3, ZEROS3, [], [], getattr(ops, fwd).Epsilon(1e-3))
+    g = getattr(ops, grad)(root, DY4, x, ONES3, f.reserve_space_1, f.reserve_space_2, getattr(ops, grad).Epsilon(1e-3))
+    assert root.ok(), root.status()
+    outputs: list = []
+    status = ClientSession(root).Run({x: X4}, [f.y, f.batch_mean, g.x_backprop, g.scale_backprop, g.reserve_space_3],
+                                     outputs)  # fmt: skip
+    assert status.ok(), status.ToString()
+    want_f, want_g = _raw_pair(fwd)
+    for got, want in zip(outputs, [want_f.y, want_f.batch_mean, want_g[0], want_g[1], want_g[3]], strict=True):
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("fwd", ["FusedBatchNorm", "FusedBatchNormV2"])
+def test_java_mirror_runs_the_op_and_its_grad(fwd):
+    from bindings_mirror.java import Graph as JGraph
+    from bindings_mirror.java import Ops
+    from bindings_mirror.java import Session as JSession
+
+    grad = get_spec(fwd).gradient
+    g = JGraph()
+    tf = Ops.create(g)
+    consts = [tf.constant(v) for v in (np.ones(3, F), np.zeros(3, F), np.zeros(0, F), np.zeros(0, F))]
+    method = fwd[:1].lower() + fwd[1:]
+    f = getattr(tf, method)(tf.constant(X4), *consts, getattr(java_ops, fwd).epsilon(1e-3))
+    gr = getattr(tf, grad[:1].lower() + grad[1:])(
+        tf.constant(DY4), tf.constant(X4), consts[0], f.reserveSpace1(), f.reserveSpace2(),
+        getattr(java_ops, grad).epsilon(1e-3),
+    )  # fmt: skip
+    want_f, want_g = _raw_pair(fwd)
+    with JSession(g) as s, s.runner().fetch(f.y()).fetch(gr.xBackprop()).fetch(gr.reserveSpace4()).run() as result:
+        got = [np.asarray(result.get(i)) for i in range(result.size())]
+    for a, b in zip(got, [want_f.y, want_g[0], want_g[4]], strict=True):
+        np.testing.assert_array_equal(a, b)
