@@ -101,9 +101,10 @@ class SyncBatchNorm(torch.nn.Module):
         self.comm, self.reproducible = comm, reproducible
         self.weight = torch.nn.Parameter(torch.ones(num_features), requires_grad=affine)
         self.bias = torch.nn.Parameter(torch.zeros(num_features), requires_grad=affine)
-        if track_running_stats:
+        if track_running_stats:  # the same buffers as nn.BatchNorm*d: checkpoints load either way
             self.register_buffer("running_mean", torch.zeros(num_features))
             self.register_buffer("running_var", torch.ones(num_features))
+            self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
         else:
             self.register_buffer("running_mean", torch.zeros(0))
             self.register_buffer("running_var", torch.zeros(0))
@@ -114,7 +115,35 @@ class SyncBatchNorm(torch.nn.Module):
         training = self.training or not self.track_running_stats
         if self.comm is None:
             self.comm = from_torch()
-        stats = (self.running_mean, self.running_var, self.momentum if self.track_running_stats else 1.0)
+        factor = 1.0
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            # momentum=None: PyTorch's cumulative moving average
+            factor = self.momentum if self.momentum is not None else 1.0 / float(self.num_batches_tracked)
+        stats = (self.running_mean, self.running_var, factor)
         return _SyncBatchNormFunction.apply(
             x, self.weight, self.bias, self.comm, self.eps, stats, training, self.reproducible
         )
+
+    @classmethod
+    def convert_sync_batchnorm(
+        cls, module: torch.nn.Module, comm: Communicator | None = None, *, reproducible: bool = False
+    ) -> torch.nn.Module:
+        """Replace every ``nn.BatchNorm1d/2d/3d`` in ``module`` by this class, keeping weights and buffers
+        (PyTorch's ``nn.SyncBatchNorm.convert_sync_batchnorm``, for CPU)."""
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and not isinstance(module, cls):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      comm=comm, reproducible=reproducible)  # fmt: skip
+            with torch.no_grad():
+                if module.affine:
+                    out.weight.copy_(module.weight)
+                    out.bias.copy_(module.bias)
+                if module.track_running_stats:
+                    out.running_mean.copy_(module.running_mean)
+                    out.running_var.copy_(module.running_var)
+                    out.num_batches_tracked.copy_(module.num_batches_tracked)
+            out.train(module.training)
+            return out
+        for name, child in module.named_children():
+            module.add_module(name, cls.convert_sync_batchnorm(child, comm, reproducible=reproducible))
+        return module

@@ -106,3 +106,22 @@ def test_sync_batch_norm_over_gloo_processes(tmp_path):
     )  # fmt: skip
     assert np.concatenate([r["reproducible_y"] for r in ranks]).tobytes() == one.y.tobytes()
     assert all(r["reproducible_mean"].tobytes() == one.batch_mean.tobytes() for r in ranks)
+
+
+def test_convert_sync_batchnorm_keeps_parameters_buffers_and_results():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4, momentum=None), torch.nn.ReLU())
+    x = torch.randn(6, 3, 5, 5)
+    model(x)  # one step: running statistics and num_batches_tracked move away from their defaults
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    reference = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4, momentum=None), torch.nn.ReLU())
+    reference.load_state_dict(state)
+    converted = fd.SyncBatchNorm.convert_sync_batchnorm(model, fd.SerialComm())
+    assert isinstance(converted[1], fd.SyncBatchNorm)
+    assert converted.state_dict().keys() == state.keys()
+    for k, v in converted.state_dict().items():
+        assert torch.equal(v, state[k]), k
+    y, want = converted(x), reference(x)  # training step: cumulative average (momentum=None) as PyTorch
+    torch.testing.assert_close(y, want, rtol=1e-5, atol=1e-5)
+    for k in ("running_mean", "running_var", "num_batches_tracked"):
+        torch.testing.assert_close(getattr(converted[1], k), getattr(reference[1], k), rtol=1e-6, atol=1e-7)
