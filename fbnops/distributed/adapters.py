@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from .comm import Communicator
+
 __all__ = ["from_mpi4py", "from_torch"]
 
 
@@ -54,7 +56,7 @@ class _MPIComm:
         return out
 
 
-def from_mpi4py(comm: Any = None) -> _MPIComm:
+def from_mpi4py(comm: Any = None) -> Communicator:
     """A communicator over an ``mpi4py.MPI.Comm`` (default ``MPI.COMM_WORLD``)."""
     if comm is None:
         from mpi4py import MPI
@@ -88,6 +90,6 @@ class _TorchComm:
         return [gathered[k, :r] for k, r in enumerate(rows)]
 
 
-def from_torch(group: Any = None) -> _TorchComm:
+def from_torch(group: Any = None) -> Communicator:
     """A communicator over an initialized ``torch.distributed`` process group (CPU tensors, e.g. gloo)."""
     return _TorchComm(group)
