@@ -68,13 +68,10 @@ def stream_add():
     """The compiled ``out = a + b`` (same threads and partition as the kernels); ImportError if not built."""
     try:
         from fbnops.kernels._cython._tools import stream_add
-    except ImportError:  # an extension built before the benchmark helpers left the production kernels
-        try:
-            from fbnops.kernels._cython.batch_norm import stream_add
-        except ImportError:
-            raise ImportError(
-                "the streaming floor needs the compiled kernels' stream_add (python setup.py build_ext --inplace)"
-            ) from None
+    except ImportError:
+        raise ImportError(
+            "the streaming floor needs the compiled benchmark helpers (python setup.py build_ext --inplace)"
+        ) from None
     return stream_add
 
 
