@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..framework.errors import InvalidArgumentError
 from .comm import Communicator
 
 __all__ = ["from_mpi4py", "from_torch"]
@@ -35,9 +36,18 @@ class _MPIComm:
         self.size = comm.Get_size()
 
     def allgather(self, a: np.ndarray) -> np.ndarray:
+        from mpi4py import MPI
+
         a = np.ascontiguousarray(a)
         out = np.empty((self.size, *a.shape), a.dtype)
-        self.comm.Allgather(a, out)
+        try:
+            self.comm.Allgather(a, out)
+        except MPI.Exception as e:  # a peer sent a longer message: it has more channels
+            if e.Get_error_class() != MPI.ERR_TRUNCATE:
+                raise
+            raise InvalidArgumentError(
+                "ranks sent messages of different lengths: they disagree on the number of channels"
+            ) from None
         return out
 
     def allgatherv(self, a: np.ndarray, rows: Sequence[int]) -> list[np.ndarray]:
