@@ -81,3 +81,29 @@ def test_demo_on_two_ranks_agrees_with_the_single_process_op(capsys):
     assert demo.main(2) == 0
     out = capsys.readouterr().out
     assert "OK: every rank agrees" in out and "bitwise equal to the same call on one rank: yes" in out, out
+
+
+MISMATCH = """
+import numpy as np
+from mpi4py import MPI
+from fbnops import distributed as fd
+from fbnops.errors import InvalidArgumentError
+comm = fd.from_mpi4py(MPI.COMM_WORLD)
+c = 4 if comm.rank == 0 else 5
+x = np.ones((2, 3, 3, c), np.float32)
+s, e = np.ones(c, np.float32), np.zeros(0, np.float32)
+try:
+    fd.FusedBatchNormV3(comm, x=x, scale=s, offset=s, mean=e, variance=e)
+except InvalidArgumentError:
+    print("rank", comm.rank, "raised InvalidArgumentError", flush=True)
+"""
+
+
+@pytest.mark.skipif(
+    find_mpiexec() is None or importlib.util.find_spec("mpi4py") is None, reason="needs mpi4py and mpiexec"
+)
+def test_a_channel_count_mismatch_under_mpi_raises_on_every_rank_and_never_hangs():
+    cmd = [find_mpiexec(), "-n", "2", sys.executable, "-m", "mpi4py", "-c", MISMATCH]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    for rank in (0, 1):
+        assert f"rank {rank} raised InvalidArgumentError" in run.stdout, (run.stdout, run.stderr[-1000:])
