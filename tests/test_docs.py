@@ -190,3 +190,16 @@ def test_every_page_in_a_browser(site, served, browser):
         page.close()
     assert not problems, "\n".join(problems)
     assert math_pages >= 3  # the derivation, modes and reserve-space pages carry formulas
+
+
+def test_readme_example_says_what_it_computes():
+    """The README's example runs, and its comments are true."""
+    block = BLOCK.findall((ROOT / "README.md").read_text())[0]
+    ns: dict = {}
+    exec(compile(block, "README.md[python block 0]", "exec"), ns)
+    np, grad, fwd = ns["np"], ns["grad"], ns["fwd"]
+    n = 32 * 4 * 4
+    assert np.allclose(fwd.reserve_space_1, 5.0, atol=0.3)
+    assert np.allclose(grad.offset_backprop, n * ns["offset"], atol=0.15 * n)
+    assert np.allclose(grad.scale_backprop, n * ns["scale"], rtol=0.1)
+    assert np.allclose(grad.x_backprop.sum(axis=(0, 1, 2)), 0.0, atol=1e-3)
