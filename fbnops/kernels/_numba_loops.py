@@ -474,3 +474,51 @@ def fused_region(a, b, out, op, p, nchunks, n, eps, scale, offset, var_in, cente
                     )
             amode = APPLY_A if op == FWD_TRAIN else (APPLY_FULL if op == GRAD_TRAIN else APPLY_B)
             _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles)
+
+
+# ---------------------------------------------------------------------------------------
+# The op's driver, compiled twice: over the serial twins (one dispatch for a small call)
+# and over the parallel regions
+# ---------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def center_tile(p, center):
+    """What a reduction centres lane j on: channels-last tiles, channels-first the vector."""
+    if p.channels_last:
+        return tile(p, center, center, center, center)[3].copy()
+    return center.copy()
+
+
+def _drive(a, b, out, op, p, nchunks, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
+    """The whole op: each reduction pass with its finish, then the apply pass; channel blocks
+    that hold whole channels run all three in one region (fused_region)."""
+    if not p.channels_last and p.per_channel == 1 and op != FWD_INFER:
+        fused_region(a, b, out, op, p, nchunks, n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
+        return
+    s = np.zeros((2, p.C))
+    part = np.empty((p.nitems, 2, p.width if p.channels_last else p.block))
+    npasses = 0 if op == FWD_INFER else (2 if op == FWD_TRAIN else 1)
+    for q in range(npasses):  # forward training: the mean, then squares centred on it
+        mode = RED_GRAD if op != FWD_TRAIN else (RED_SUM if q == 0 else RED_SQ)
+        reduce_region(a, b, mode, p, nchunks, center_tile(p, center), center, part)
+        _combine(p, part, s)
+        finish_pass(op, q, s[0], s[1], n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
+    if npasses == 0:
+        finish_pass(op, 0, s[0], s[1], n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
+    amode = APPLY_A if op >= FWD_TRAIN else (APPLY_FULL if op == GRAD_TRAIN else APPLY_B)
+    tiles = tile(p, A, B, K, center) if p.channels_last else np.empty((4, 1), np.float32)
+    apply_region(a, b, out, amode, p, nchunks, tiles, A, B, K, center)
+
+
+def _over(fn, k: int, suffix: str):
+    """fn compiled with the regions' serial (k=0) or parallel (k=1) dispatchers as its globals."""
+    names = {"reduce_region": reduce_region, "apply_region": apply_region, "fused_region": fused_region}
+    scope = dict(fn.__globals__, **{name: twins[k] for name, twins in names.items()})
+    twin = FunctionType(fn.__code__, scope, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
+    twin.__qualname__ = fn.__qualname__ + suffix
+    twin.__module__ = fn.__module__
+    return njit(cache=True)(twin)
+
+
+drive = (_over(_drive, 0, "_serial"), _over(_drive, 1, "_parallel"))

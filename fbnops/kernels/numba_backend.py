@@ -14,8 +14,6 @@ parallel call and restored afterwards.
 
 from __future__ import annotations
 
-import contextlib
-
 import numba
 import numpy as np
 
@@ -24,22 +22,14 @@ from ..framework.registry import register_kernel
 from ..framework.threads import note_parallel
 from . import _numba_loops as loops
 from ._numba_loops import (
-    APPLY_A,
-    APPLY_B,
-    APPLY_FULL,
     FWD_INFER,
     FWD_TRAIN,
     GRAD_FROZEN,
     GRAD_TRAIN,
-    RED_GRAD,
-    RED_SQ,
-    RED_SUM,
 )
-from ._plan import fused, plan, threads_for
+from ._plan import plan, threads_for
 
 MAX_CHUNKS = 64  # chunks of items per region (each allocates its scratch once)
-PASSES = {GRAD_TRAIN: (RED_GRAD,), GRAD_FROZEN: (RED_GRAD,), FWD_TRAIN: (RED_SUM, RED_SQ), FWD_INFER: ()}
-APPLY_OF = {GRAD_TRAIN: APPLY_FULL, GRAD_FROZEN: APPLY_B, FWD_TRAIN: APPLY_A, FWD_INFER: APPLY_A}
 
 
 def _storage(x: np.ndarray) -> np.ndarray:
@@ -49,19 +39,17 @@ def _storage(x: np.ndarray) -> np.ndarray:
     return x.reshape(-1).view(np.uint16 if x.dtype == dtypes.float16 else np.int16)
 
 
-@contextlib.contextmanager
-def _threads(nelems: int):
-    """The thread count for a call (1: the serial twins, no thread pool at all); Numba's own
-    setting is restored afterwards."""
+def _launch(twins, nelems: int, *args):
+    """Run a region (or the driver): its serial twin on one thread (no thread pool touched),
+    else the parallel one with Numba's thread count set for the call and restored after."""
     n = min(threads_for(nelems), numba.config.NUMBA_NUM_THREADS)
     if n == 1:
-        yield 1
-        return
+        return twins[0](*args)
     note_parallel()
     before = numba.get_num_threads()
     numba.set_num_threads(n)
     try:
-        yield n
+        return twins[1](*args)
     finally:
         numba.set_num_threads(before)
 
@@ -70,19 +58,8 @@ def _zeros(C: int) -> np.ndarray:
     return np.zeros(C, np.float32)
 
 
-def _reduce(a, b, mode, p, center, nthreads) -> np.ndarray:
-    """Totals (2, C) of one pass over the whole view."""
-    part = np.empty((p.nitems, 2, p.width if p.channels_last else p.block))
-    m_tile = loops.tile(p, center, center, center, center)[3] if p.channels_last else center
-    loops.reduce_region[nthreads > 1](a, b, mode, p, min(p.nitems, MAX_CHUNKS), m_tile, center, part)
-    s = np.empty((2, p.C))
-    loops._combine(p, part, s)
-    return s
-
-
-def _apply(a, b, out, amode, p, A, B, K, center, nthreads) -> None:
-    tiles = loops.tile(p, A, B, K, center) if p.channels_last else np.empty((4, 1), np.float32)
-    loops.apply_region[nthreads > 1](a, b, out, amode, p, min(p.nitems, MAX_CHUNKS), tiles, A, B, K, center)
+def _partials(p, center):
+    return np.empty((p.nitems, 2, p.width if p.channels_last else p.block)), loops.center_tile(p, center)
 
 
 def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
@@ -98,21 +75,8 @@ def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
     offset = offset if offset is not None else _zeros(C)
     variance = variance if variance is not None else _zeros(C)
     center = (_zeros(C) if op == FWD_TRAIN else mean).copy()
-    passes = PASSES[op]
-    with _threads(x.size) as nthreads:
-        if fused(p) and passes:
-            loops.fused_region[nthreads > 1](
-                a, b, out, op, p, min(p.nitems, MAX_CHUNKS), n, eps, scale, offset, variance, center,
-                res0, res1, A, B, K,
-            )  # fmt: skip
-            return out_arr, res0, res1
-        s = np.zeros((2, C))
-        for q, mode in enumerate(passes):  # forward training: the mean, then squares centred on it
-            s = _reduce(a, b, mode, p, center, nthreads)
-            loops.finish_pass(op, q, s[0], s[1], n, eps, scale, offset, variance, center, res0, res1, A, B, K)
-        if not passes:
-            loops.finish_pass(op, 0, s[0], s[1], n, eps, scale, offset, variance, center, res0, res1, A, B, K)
-        _apply(a, b, out, APPLY_OF[op], p, A, B, K, center, nthreads)
+    args = (a, b, out, op, p, min(p.nitems, MAX_CHUNKS), n, eps, scale, offset, variance, center, res0, res1, A, B, K)
+    _launch(loops.drive, x.size, *args)
     return out_arr, res0, res1
 
 
@@ -139,16 +103,18 @@ def reduce_totals(mode, x, dy, center, rows_per_sample):
     a = _storage(x)
     b = _storage(dy) if dy is not None else a
     center = center if center is not None else _zeros(C)
-    with _threads(x.size) as nthreads:
-        if not rows_per_sample:
-            return _reduce(a, b, mode, plan(outer, C, inner, x.dtype.itemsize), center, nthreads)
-        p = plan(rows_per_sample, C, inner, x.dtype.itemsize)
-        nsamples = outer // rows_per_sample
-        out = np.empty((nsamples, 2, C))
-        m_tile = loops.tile(p, center, center, center, center)[3] if p.channels_last else center
-        nchunks = min(nsamples, MAX_CHUNKS)
-        loops.samples_region[nthreads > 1](a, b, mode, p, nsamples, nchunks, m_tile, center, out)
-        return out
+    p = plan(rows_per_sample or outer, C, inner, x.dtype.itemsize)
+    part, m_tile = _partials(p, center)
+    if not rows_per_sample:
+        _launch(loops.reduce_region, x.size, a, b, mode, p, min(p.nitems, MAX_CHUNKS), m_tile, center, part)
+        s = np.empty((2, C))
+        loops._combine(p, part, s)
+        return s
+    nsamples = outer // rows_per_sample
+    out = np.empty((nsamples, 2, C))
+    nchunks = min(nsamples, MAX_CHUNKS)
+    _launch(loops.samples_region, x.size, a, b, mode, p, nsamples, nchunks, m_tile, center, out)
+    return out
 
 
 def finish(op, s0, s1, count, epsilon, scale, offset, variance, center):
@@ -168,8 +134,10 @@ def apply(amode, x, dy, A, B, K, center):
     a = _storage(x)
     b = _storage(dy) if dy is not None else a
     out_arr = np.empty_like(x)
-    with _threads(x.size) as nthreads:
-        _apply(a, b, _storage(out_arr), amode, plan(outer, C, inner, x.dtype.itemsize), A, B, K, center, nthreads)
+    p = plan(outer, C, inner, x.dtype.itemsize)
+    tiles = loops.tile(p, A, B, K, center) if p.channels_last else np.empty((4, 1), np.float32)
+    args = (a, b, _storage(out_arr), amode, p, min(p.nitems, MAX_CHUNKS), tiles, A, B, K, center)
+    _launch(loops.apply_region, x.size, *args)
     return out_arr
 
 
