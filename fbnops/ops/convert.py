@@ -183,8 +183,45 @@ def _convert_literal(raw: np.ndarray, target: np.dtype, name: str, op: str) -> n
     return _cast(raw, target, name, op)
 
 
+_PLANS: dict[str, tuple] = {}  # per spec: (input, type attr, its allowed dtypes, or the fixed dtype)
+
+
+def _plan(spec: OpSpec) -> tuple:
+    plan = _PLANS.get(spec.name)
+    if plan is None:
+        allowed = {t: frozenset(dtypes.from_tf_name(n) for n in names) for t, names in spec.type_attrs.items()}
+        plan = _PLANS[spec.name] = tuple(
+            (a.name, a.type, allowed.get(a.type), None if a.type in allowed else dtypes.from_tf_name(a.type))
+            for a in spec.inputs
+        )
+    return plan
+
+
+def _already_converted(spec: OpSpec, inputs: dict[str, Any]) -> bool:
+    """The common call: native ndarrays whose dtypes already agree (nothing to convert, nothing to check)."""
+    bound: dict[str, np.dtype] = {}
+    for name, attr, allowed, fixed in _plan(spec):
+        v = inputs.get(name)
+        if type(v) is not np.ndarray:
+            return False
+        dt = v.dtype
+        if fixed is not None:
+            if dt != fixed:
+                return False
+        elif attr in bound:
+            if dt != bound[attr]:
+                return False
+        elif dt in allowed:  # native byte order only (a big-endian dtype is not in the set)
+            bound[attr] = dt
+        else:
+            return False
+    return True
+
+
 def convert_inputs(spec: OpSpec, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
     """Each input as an ndarray of the dtype TensorFlow would give it (see the module doc)."""
+    if _already_converted(spec, inputs):
+        return inputs
     op = spec.name
     arrays: dict[str, np.ndarray] = {}
     literals: dict[str, tuple[np.ndarray, Any]] = {}
