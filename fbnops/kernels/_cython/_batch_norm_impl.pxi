@@ -236,7 +236,11 @@ cdef inline Work make_work(const Plan* P, Params* g, const Scratch* S, Region re
     w.g = g
     w.S = S
     w.region = region
+    w.mode = RED_GRAD
     w.npasses = 0
+    w.passes[0] = RED_GRAD
+    w.passes[1] = RED_GRAD
+    w.amode = APPLY_A
     return w
 
 

@@ -188,7 +188,7 @@ def reduce_totals(int mode, x, dy, center, Py_ssize_t rows_per_sample=0, int num
     if mode == RED_GRAD and dy is None:
         raise ValueError("the gradient reduction needs y_backprop")
     cdef void* pb = _data(dy, x, "y_backprop") if dy is not None else px
-    cdef Py_ssize_t outer, C, inner, nd, nchunks, nsamples
+    cdef Py_ssize_t outer, C, inner, nd, nchunks, nsamples = 0
     cdef int kind = _dims(x, &outer, &C, &inner)
     cdef Params g
     g.center = _vector(center, C, "mean") if mode != RED_SUM else NULL
