@@ -77,7 +77,7 @@ BAD = [
     (("ops", 0, "attrs", "data_format", "NXYZ"), "/ops/0/attrs/data_format", "Value for attr 'data_format'"),
     (("ops", 0, "attrs", "epsilon", "abc"), "/ops/0/attrs/epsilon", "FusedBatchNormV3 (bn): Attr 'epsilon'"),
     (("ops", 0, "attrs", "colour", 1), "/ops/0/attrs/colour", "Unknown attr(s) ['colour']"),
-    (("ops", 0, "attrs", "epsilon", 10**400), "/ops/0", "FusedBatchNormV3 (bn)"),
+    (("ops", 0, "attrs", "epsilon", 10**400), "/ops/0/attrs/epsilon", "FusedBatchNormV3 (bn)"),
     (("ops", 0, "inputs", "scale", {"value": [1.0, 2.0, 3.0]}), "/ops/0", "Dimensions must be equal"),
     (("ops", 1, "inputs", "reserve_space_2", "bn:9"), "/ops/1/inputs/reserve_space_2", "has no output '9'"),
     (("ops", 1, "inputs", "offset", "x"), "/ops/1/inputs/offset", "FusedBatchNormGradV3 has no input 'offset'"),
