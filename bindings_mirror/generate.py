@@ -217,7 +217,8 @@ def cc_class(spec: OpSpec) -> str:
 
 def cc_source(specs) -> str:
     s = HEADER + "\n# ruff: noqa: E501\nfrom __future__ import annotations\n\nimport copy\n\n"
-    s += "from .framework import AsNodeOut, NodeBuilder, Operation, Output, Scope\n"
+    s += "from .framework import NodeBuilder, Operation, Output, Scope\n"
+    s += "from .ops_support import AsNodeOut\n"
     s += "from .framework import attr_value, check_attrs\n\n"
     s += f"__all__ = {[sp.name for sp in specs]!r}\n\n\n"
     s += "\n\n".join(cc_class(sp) for sp in specs)

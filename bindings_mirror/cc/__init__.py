@@ -13,10 +13,11 @@ from . import ops
 from .framework import *  # noqa: F403
 from .framework import __all__ as _framework_all
 from .gradients import AddSymbolicGradients, NoGradient
+from .ops_support import AsNodeOut
 from .session import ClientSession, RunMetadata, RunOptions, SessionOptions
 from .status import Status, StatusCode, error, errors
 from .tensor import *  # noqa: F403
 from .tensor import __all__ as _tensor_all
 
 __all__ = [*_framework_all, *_tensor_all, "Status", "StatusCode", "error", "errors"]
-__all__ += ["AddSymbolicGradients", "NoGradient", "ClientSession", "RunOptions", "RunMetadata", "SessionOptions", "ops"]
+__all__ += ["AsNodeOut", "AddSymbolicGradients", "NoGradient", "ClientSession", "RunOptions", "RunMetadata", "SessionOptions", "ops"]

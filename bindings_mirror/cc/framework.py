@@ -28,7 +28,7 @@ from .status import Status, StatusCode
 from .tensor import DataType, Initializer, PartialTensorShape, TensorShape, data_type, numpy_dtype
 
 __all__ = ["Scope", "Input", "Output", "Operation", "NodeBuilder", "GraphDef", "FatalError"]
-__all__ += ["AsNodeOut", "attr_value", "check_attrs"]
+__all__ += ["attr_value", "check_attrs"]
 
 
 class FatalError(SystemExit):
@@ -135,35 +135,6 @@ class Input:
 
     def __init__(self, value):
         self.value = value
-
-
-def AsNodeOut(scope: Scope, inp, name: str = "input") -> _CoreOutput | None:  # noqa: N802
-    """The node output an Input refers to; a constant initializer becomes ``Const/Const``.
-
-    Anything else records INVALID_ARGUMENT on the scope (C++ would not compile it).
-    """
-    if isinstance(inp, Input):
-        inp = inp.value
-    out = as_output(inp)
-    if out is not None:
-        if out._core is None:
-            scope.UpdateStatus(_bad(f"Input '{name}' is an empty Output (its op was not built)"))
-            return None
-        return out._core
-    if hasattr(inp, "operation") and isinstance(inp.operation, Operation):
-        scope.UpdateStatus(
-            _bad(f"Input '{name}': a {type(inp).__name__} has several outputs and does not convert to Input; pass one")
-        )
-        return None
-    init = inp if isinstance(inp, Initializer) else Initializer(inp)
-    if not init.status.ok():
-        nested = isinstance(inp, (list, tuple, Initializer))  # TF's own initializer-list messages
-        scope.UpdateStatus(init.status if nested else _bad(f"Input '{name}': {init.status.message()}"))
-        return None
-    from .ops_support import Const  # single-output helper ops live beside the generated ones
-
-    c = Const(scope.NewSubScope("Const"), init)
-    return c.output._core if scope.ok() else None
 
 
 _COERCE = {

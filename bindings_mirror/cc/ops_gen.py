@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import copy
 
-from .framework import AsNodeOut, NodeBuilder, Operation, Output, Scope
+from .framework import NodeBuilder, Operation, Output, Scope
+from .ops_support import AsNodeOut
 from .framework import attr_value, check_attrs
 
 __all__ = ['FusedBatchNorm', 'FusedBatchNormGrad', 'FusedBatchNormGradV2', 'FusedBatchNormGradV3', 'FusedBatchNormV2', 'FusedBatchNormV3']

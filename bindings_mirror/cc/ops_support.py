@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
-from .framework import NodeBuilder, Operation, Output, Scope, dtype_attr, shape_attr
-from .status import Status
+from fbnops.framework.graph import Output as _CoreOutput
+
+from .framework import Input, NodeBuilder, Operation, Output, Scope, as_output, dtype_attr, shape_attr
+from .status import Status, StatusCode
 from .tensor import Initializer, PartialTensorShape
 
-__all__ = ["Placeholder", "Const"]
+__all__ = ["Placeholder", "Const", "AsNodeOut"]
+
+
+def _bad(message: str) -> Status:
+    return Status(StatusCode.kInvalidArgument, message)
 
 
 class _SingleOutputOp:
@@ -82,3 +88,32 @@ class Const(_SingleOutputOp):
         tensor = init.tensor
         builder = NodeBuilder(scope.GetUniqueNameForOp("Const"), "Const").Attr("value", tensor)
         self._finish(scope, builder.Attr("dtype", tensor.dtype))
+
+
+# TensorFlow keeps AsNodeOut beside Const (tensorflow/cc/ops/const_op.h): an initializer input
+# becomes a Const node, so the conversion needs the op.
+def AsNodeOut(scope: Scope, inp, name: str = "input") -> _CoreOutput | None:  # noqa: N802
+    """The node output an Input refers to; a constant initializer becomes ``Const/Const``.
+
+    Anything else records INVALID_ARGUMENT on the scope (C++ would not compile it).
+    """
+    if isinstance(inp, Input):
+        inp = inp.value
+    out = as_output(inp)
+    if out is not None:
+        if out._core is None:
+            scope.UpdateStatus(_bad(f"Input '{name}' is an empty Output (its op was not built)"))
+            return None
+        return out._core
+    if hasattr(inp, "operation") and isinstance(inp.operation, Operation):
+        scope.UpdateStatus(
+            _bad(f"Input '{name}': a {type(inp).__name__} has several outputs and does not convert to Input; pass one")
+        )
+        return None
+    init = inp if isinstance(inp, Initializer) else Initializer(inp)
+    if not init.status.ok():
+        nested = isinstance(inp, (list, tuple, Initializer))  # TF's own initializer-list messages
+        scope.UpdateStatus(init.status if nested else _bad(f"Input '{name}': {init.status.message()}"))
+        return None
+    c = Const(scope.NewSubScope("Const"), init)
+    return c.output._core if scope.ok() else None
