@@ -20,4 +20,5 @@ from .tensor import *  # noqa: F403
 from .tensor import __all__ as _tensor_all
 
 __all__ = [*_framework_all, *_tensor_all, "Status", "StatusCode", "error", "errors"]
-__all__ += ["AsNodeOut", "AddSymbolicGradients", "NoGradient", "ClientSession", "RunOptions", "RunMetadata", "SessionOptions", "ops"]
+__all__ += ["AsNodeOut", "AddSymbolicGradients", "NoGradient"]
+__all__ += ["ClientSession", "RunOptions", "RunMetadata", "SessionOptions", "ops"]
