@@ -26,6 +26,7 @@ from ._tolerances import (
     tolerance,
 )
 from .crash_inputs import PUBLISHED_CRASH_INPUTS
+from .gradcheck import gradient_error
 from .isolated import Outcome, run_isolated
 from .oracles import (
     DTYPES,
@@ -58,6 +59,7 @@ __all__ = [
     "run_grad",
     "Golden",
     "PUBLISHED_CRASH_INPUTS",
+    "gradient_error",
     "Outcome",
     "run_isolated",
 ]
