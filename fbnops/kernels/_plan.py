@@ -20,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from ..framework.errors import InvalidArgumentError
 from ..framework.threads import get_num_threads, serial_after_fork
 
 # The tunables, in one place.
@@ -62,9 +63,18 @@ class Plan(NamedTuple):
     per_channel: int
 
 
+def check_plan_args(outer: int, C: int, inner: int, itemsize: int) -> None:
+    """Refuse sizes no kernel is ever called with (empty inputs never reach a kernel): the
+    plan divides by them."""
+    for name, value in (("outer", outer), ("C", C), ("inner", inner), ("itemsize", itemsize)):
+        if isinstance(value, bool) or not hasattr(value, "__index__") or value < 1:
+            raise InvalidArgumentError(f"plan: {name} must be a positive integer, got {value!r}")
+
+
 @lru_cache(maxsize=4096)
 def plan(outer: int, C: int, inner: int, itemsize: int = 4) -> Plan:
     """The partition for a shape: a function of the shape and element size only."""
+    check_plan_args(outer, C, inner, itemsize)
     if inner == 1:
         fold = 1
         if C < LANES:  # fold rows until the row is a multiple of 16 lanes and >= LANES

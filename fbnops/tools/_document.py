@@ -147,6 +147,8 @@ def _read_yaml(text: str) -> tuple[Any, Positions]:
         mark = e.problem_mark or e.context_mark
         problem = e.problem or e.context or "malformed"
         raise DocumentError(f"not valid YAML: {problem}", mark.line + 1, mark.column + 1) from None
+    except RecursionError:  # PyYAML composes nodes recursively: refuse before the stack runs out
+        raise DocumentError(f"nested deeper than {MAX_DEPTH} levels") from None
     except yaml.YAMLError as e:  # the reader's errors (unprintable characters) carry a character offset
         offset = getattr(e, "position", 0)
         line = text.count("\n", 0, offset) + 1

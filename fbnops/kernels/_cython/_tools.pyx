@@ -11,6 +11,8 @@
 import ml_dtypes
 import numpy as np
 
+from fbnops.kernels._plan import check_plan_args
+
 cimport numpy as cnp
 from cython.parallel cimport prange
 
@@ -22,6 +24,7 @@ cnp.import_array()
 
 def plan(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize=4):
     """The Cython kernels' work partition for a shape, as a dict."""
+    check_plan_args(outer, C, inner, itemsize)  # make_plan divides by these
     cdef Plan P = make_plan(outer, C, inner, itemsize)
     return dict(P)
 
