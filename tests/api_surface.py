@@ -17,6 +17,8 @@ SURFACES = [
     "fbnops.raw_ops",
     "fbnops.errors",
     "fbnops.testing",
+    "fbnops.distributed",
+    "fbnops.kernels.stages",
     "bindings_mirror.java",
     "bindings_mirror.cc",
     "bindings_mirror.cc.ops",
