@@ -155,7 +155,12 @@ NODES = {  # name: (x, y, formula)
     "sgx": (7.0, 3.6, r"$\sum_i g_i\,(x_i-\mu)$"),
     "db": (9.6, 1.1, r"$\partial L/\partial\beta = \sum_i g_i$"),
     "dg": (7.0, 1.1, r"$\partial L/\partial\gamma = r \sum_i g_i (x_i-\mu)$"),
-    "dx": (3.2, -0.1, r"$\partial L/\partial x_i = \gamma r\,\left(g_i - \frac{1}{n}\sum g - (x_i-\mu)\,r^2\,\frac{1}{n}\sum g(x-\mu)\right)$"),
+    "dx": (
+        3.2,
+        -0.1,
+        r"$\partial L/\partial x_i = \gamma r\,\left(g_i - \frac{1}{n}\sum g"
+        r" - (x_i-\mu)\,r^2\,\frac{1}{n}\sum g(x-\mu)\right)$",
+    ),
 }
 EDGES = [("x", "mu"), ("x", "xc"), ("mu", "xc"), ("xc", "var"), ("var", "r"), ("g", "sg"), ("g", "sgx"), ("xc", "sgx"),
          ("sg", "db"), ("sgx", "dg"), ("r", "dg"), ("r", "dx"), ("xc", "dx"), ("sg", "dx"), ("sgx", "dx"), ("g", "dx")]
