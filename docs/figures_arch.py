@@ -83,19 +83,25 @@ def rank(group: str) -> int:
     raise KeyError(group)
 
 
+def row_of(group: str) -> float:
+    """Where a box is drawn: its layer's row; the mirrors get a row of their own above the surfaces."""
+    return rank(group) * 1.6 + (1.3 if group.startswith("bindings_mirror") else 0.0)
+
+
 def architecture_figure(root: Path):
     edges = package_edges(root)
+    edges = Counter({e: n for e, n in edges.items() if "bindings_mirror" not in e})  # the bare package: re-exports
     groups = sorted({g for e in edges for g in e} | {p for _, ps in LAYERS[:4] for p in ps}, key=rank)
-    rows: dict[int, list[str]] = {}
+    rows: dict[float, list[str]] = {}
     for g in groups:
-        rows.setdefault(rank(g), []).append(g)
+        rows.setdefault(row_of(g), []).append(g)
     pos = {}
-    for r, members in rows.items():
+    for y, members in rows.items():
         for i, g in enumerate(sorted(members)):
-            pos[g] = ((i + 0.5) * 12 / len(members), r * 1.6)
-    fig, ax = plt.subplots(figsize=(13, 6.2))
+            pos[g] = ((i + 0.5) * 12 / len(members), y)
+    fig, ax = plt.subplots(figsize=(13, 7.2))
     ax.set_xlim(-0.9, 12.2)
-    ax.set_ylim(-0.6, 1.6 * (len(LAYERS) - 1) + 0.6)
+    ax.set_ylim(-0.6, max(rows) + 0.6)
     ax.axis("off")
     upward = 0
     for (src, dst), _count in sorted(edges.items()):
@@ -108,12 +114,14 @@ def architecture_figure(root: Path):
         )
     for g, (x, y) in pos.items():
         label = g.removeprefix("fbnops.").replace("bindings_mirror.", "mirror: ")
-        half = min(0.9, 0.44 * 12 / len(rows[rank(g)]))
+        half = min(0.9, 0.44 * 12 / len(rows[row_of(g)]))
         ax.add_patch(FancyBboxPatch((x - half, y - 0.22), 2 * half, 0.44, boxstyle="round,pad=0.03",
                                     facecolor="#EEF2F8", edgecolor="#4C72B0"))
         ax.text(x, y, label, ha="center", va="center", fontsize=8, family="monospace")
     for r, (name, _) in enumerate(LAYERS):
         ax.text(-0.85, r * 1.6, name, fontsize=10, weight="bold", color="#555", va="center")
+    ax.text(-0.85, row_of("bindings_mirror.java"), "mirrors\n(surfaces)", fontsize=10, weight="bold", color="#555",
+            va="center")
     ax.set_title(
         f"Who imports whom (arrows point to the imported package); upward imports: {upward}",
         fontsize=11,
