@@ -84,5 +84,6 @@ def test_peak_extra_memory_of_a_gradient_call():
 
 @pytest.mark.parametrize("backend", compiled_backend_params())
 def test_kernels_release_the_gil(backend):
-    """While one thread runs kernels, another keeps most of its Python throughput (~0 if the GIL were held)."""
-    assert python_progress_during_kernels(backend) > 0.5
+    """While one thread runs kernels, another keeps a good share of its Python throughput (~0 if the GIL
+    were held; about 0.5-0.9 measured, lower when the machine is shared, hence the margin)."""
+    assert python_progress_during_kernels(backend) > 0.2

@@ -25,7 +25,10 @@ def _int_list(values, what: str, tid) -> list[int]:
         raise error("invalid_arguments", f"logical_tensor {tid}: {what} must be a list of integers, got {out}")
     if len(out) > DNNL_MAX_NDIMS:
         raise error("invalid_arguments", f"logical_tensor {tid}: at most {DNNL_MAX_NDIMS} dims, got {len(out)}")
-    return [int(v) for v in out]
+    out = [int(v) for v in out]
+    if any(not -(1 << 63) <= v < (1 << 63) for v in out):  # dnnl_dim_t is int64_t
+        raise error("invalid_arguments", f"logical_tensor {tid}: {what} must fit in int64, got {out}")
+    return out
 
 
 class logical_tensor:  # noqa: N801

@@ -36,19 +36,22 @@ class _MPIComm:
         self.size = comm.Get_size()
 
     def allgather(self, a: np.ndarray) -> np.ndarray:
-        from mpi4py import MPI
-
         a = np.ascontiguousarray(a)
         out = np.empty((self.size, *a.shape), a.dtype)
+        self._call(self.comm.Allgather, a, out)
+        return out
+
+    def _call(self, collective, *args) -> None:
+        from mpi4py import MPI
+
         try:
-            self.comm.Allgather(a, out)
+            collective(*args)
         except MPI.Exception as e:  # a peer sent a longer message: it has more channels
             if e.Get_error_class() != MPI.ERR_TRUNCATE:
                 raise
             raise InvalidArgumentError(
                 "ranks sent messages of different lengths: they disagree on the number of channels"
             ) from None
-        return out
 
     def allgatherv(self, a: np.ndarray, rows: Sequence[int]) -> list[np.ndarray]:
         a = np.ascontiguousarray(a, dtype=np.float64)
@@ -56,7 +59,7 @@ class _MPIComm:
         counts = [int(r) * width for r in rows]
         displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
         flat = np.empty(sum(counts), np.float64)
-        self.comm.Allgatherv(a, [flat, (counts, displs)])
+        self._call(self.comm.Allgatherv, a, [flat, (counts, displs)])
         return _split(flat, rows, width)
 
     def alltoall(self, a: np.ndarray) -> np.ndarray:

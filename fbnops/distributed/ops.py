@@ -21,6 +21,8 @@ gradients global; with ``param_grads="local"`` it communicates nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -128,6 +130,14 @@ def _tree_sum(comm, shard, headers, leaves_fn, width):
     return _tree.tree_total(comm, leaves, samples)
 
 
+def _check_comm(comm: Any, op: str) -> None:
+    if not isinstance(comm, Communicator):
+        raise InvalidArgumentError(
+            f"comm must be a Communicator (from_mpi4py, from_torch, SerialComm, ThreadComm), got {type(comm).__name__}",
+            op,
+        )
+
+
 def FusedBatchNormV3(
     comm: Communicator,
     *,
@@ -148,6 +158,7 @@ def FusedBatchNormV3(
     The statistics outputs are the global batch's, identical on every rank.
     """
     op = "FusedBatchNormV3"
+    _check_comm(comm, op)
     inputs = {"x": x, "scale": scale, "offset": offset, "mean": mean, "variance": variance}
     attrs = {
         "epsilon": epsilon,
@@ -208,6 +219,7 @@ def FusedBatchNormGradV3(
     ``"local"`` gives this shard's, as PyTorch's ``SyncBatchNorm`` leaves them for DDP.
     """
     op = "FusedBatchNormGradV3"
+    _check_comm(comm, op)
     inputs = {
         "y_backprop": y_backprop,
         "x": x,

@@ -61,8 +61,10 @@ def byte_span(
         raise error(f"{len(shape)} sizes but {len(strides)} strides")
     if any(s < 0 for s in shape):
         raise error(f"sizes {shape} must not be negative")
-    if itemsize <= 0:
-        raise error(f"element size {itemsize} must be positive")
+    if isinstance(itemsize, bool) or not isinstance(itemsize, (int, np.integer)) or itemsize <= 0:
+        raise error(f"element size {itemsize!r} must be a positive integer")
+    if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0:
+        raise error(f"offset {offset!r} must be a non-negative integer")
     if 0 in shape:
         return offset, offset
     low = high = 0  # in elements, relative to the base
@@ -91,6 +93,8 @@ def check_in_bounds(
     """
     if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0:
         raise error(f"{what}: offset {offset!r} must be a non-negative integer")
+    if isinstance(buffer_size, bool) or not isinstance(buffer_size, (int, np.integer)) or buffer_size < 0:
+        raise error(f"{what}: buffer size {buffer_size!r} must be a non-negative integer")
     if offset >= ADDRESS_LIMIT or buffer_size >= ADDRESS_LIMIT:
         raise error(f"{what}: offset {offset} or buffer size {buffer_size} is beyond 2**63")
     low, end = byte_span(shape, strides, itemsize, int(offset), error=lambda m: error(f"{what}: {m}"))
@@ -126,15 +130,22 @@ def check_no_overlap(
     """Raise unless the layout maps every index to its own ``itemsize`` bytes (outputs must not alias)."""
     shape = _ints(shape, "sizes", error)
     strides = _ints(strides, "strides", error)
+    low, end = byte_span(shape, strides, itemsize, error=lambda m: error(f"{what}: {m}"))
+    if end - low >= ADDRESS_LIMIT:  # before any int64 arithmetic below
+        raise error(f"{what}: sizes {shape} with strides {strides} span more than 2**63 bytes")
     if 0 in shape or not _may_overlap_quick(shape, strides):
         return
     count = math.prod(shape)
-    if count <= _EXACT_OVERLAP_ELEMENTS:
-        offsets = np.zeros(1, np.int64)
-        for size, stride in zip(shape, strides, strict=True):
-            offsets = (offsets[:, None] + np.arange(size, dtype=np.int64) * stride).reshape(-1)
-        if np.unique(offsets).size == count:
-            return
+    if count > _EXACT_OVERLAP_ELEMENTS:
+        raise error(
+            f"{what}: cannot prove that sizes {shape} with strides {strides} never write one element twice "
+            f"(the exact check stops at {_EXACT_OVERLAP_ELEMENTS} elements); use a dense or a simpler layout"
+        )
+    offsets = np.zeros(1, np.int64)  # every element's offset: exact below the element limit
+    for size, stride in zip(shape, strides, strict=True):
+        offsets = (offsets[:, None] + np.arange(size, dtype=np.int64) * stride).reshape(-1)
+    if np.unique(offsets).size == count:
+        return
     raise error(
         f"{what}: sizes {shape} with strides {strides} make two indices write the same element "
         f"(an output layout must not overlap itself)"

@@ -298,3 +298,18 @@ def test_known_attacks_are_refused_in_process():
         {"in_strides": [12, 4, 2, 1], "out_strides": [12, 4, 2, 1], "in_elems": 24, "out_elems": 1},
     ]
     assert run_onednn_cases(onednn_attacks) == ["refused invalid_arguments"] * 5
+
+
+@pytest.mark.parametrize("stride", [2**62, 2**63, 2**70])
+def test_overlap_proof_refuses_spans_beyond_int64(stride):
+    """Strides whose span does not fit in 63 bits are refused before any int64 arithmetic."""
+    with pytest.raises(strided.StridedBoundsError, match="2\\*\\*63"):
+        strided.check_no_overlap([2, 3, 4, 5], [stride] * 4, 4)
+
+
+def test_onednn_dims_and_strides_must_fit_int64():
+    from bindings_mirror import onednn_graph as dg
+
+    LT = dg.logical_tensor
+    with pytest.raises(dg.error, match="int64"):
+        LT(0, LT.data_type.f32, [2, 3, 4, 5], [2**70, 1, 1, 1])

@@ -127,3 +127,14 @@ def test_a_rank_that_dies_outside_the_ops_does_not_hang_its_peers():
 
     results = fd.ThreadComm(2, timeout=20).run(body, return_exceptions=True)
     assert isinstance(results[0], RuntimeError) and isinstance(results[1], threading.BrokenBarrierError)
+
+
+@pytest.mark.parametrize("comm", [None, object(), "MPI.COMM_WORLD"])
+def test_a_non_communicator_is_a_typed_error(comm):
+    x = np.ones((2, 2, 2, 3), np.float32)
+    one, none = np.ones(3, np.float32), np.zeros(0, np.float32)
+    with pytest.raises(InvalidArgumentError, match="comm must be a Communicator"):
+        fd.FusedBatchNormV3(comm, x=x, scale=one, offset=one, mean=none, variance=none)
+    with pytest.raises(InvalidArgumentError, match="comm must be a Communicator"):
+        fd.FusedBatchNormGradV3(comm, y_backprop=x, x=x, scale=one, reserve_space_1=one, reserve_space_2=one,
+                                reserve_space_3=none)
