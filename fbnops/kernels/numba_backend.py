@@ -142,12 +142,27 @@ def apply(amode, x, dy, A, B, K, center):
 
 
 def warm_up() -> None:
-    """Compile (or load from the cache) every specialization: both layouts, all dtypes, all modes."""
+    """Compile (or load from the cache) every specialization: serial and parallel twins, both
+    layouts, all dtypes, all modes, and the stages (partials per call and per sample, finish, apply)."""
+    from ..framework.registry import backend
+    from . import stages
+
     rng = np.random.default_rng(0)
     for dt in (dtypes.float32, dtypes.float16, dtypes.bfloat16):
-        for shape in ((64, 8, 1), (4, 8, 16), (2, 8, 4)):
+        # small shapes run the serial twins; the last two are past SERIAL_BELOW: the parallel ones
+        for shape in ((64, 8, 1), (4, 8, 16), (2, 8, 4), (8192, 8, 1), (4, 8, 2048)):
             x = rng.standard_normal(shape).astype(dt)
             v = np.ones(shape[1], np.float32)
+            n = shape[0] * shape[2]
             for training in (True, False):
                 batch_norm_grad(x, x, v, v, v, epsilon=1e-3, is_training=training)
                 batch_norm(x, v, v, v, v, epsilon=1e-3, is_training=training)
+            with backend("numba"):
+                rows = shape[0] // 2  # per-sample partials (reproducible synchronized batch norm)
+                stages.sum_x(x, rows_per_sample=rows), stages.sum_sq(x, v, rows_per_sample=rows)
+                stages.sum_grad(x, x, v, rows_per_sample=rows)
+                sx, sq, sums = stages.sum_x(x), stages.sum_sq(x, v), stages.sum_grad(x, x, v)
+                for training in (True, False):
+                    stages.apply_grad(x, x, stages.finish_grad(sums, n, v, v, v, 1e-3, training)[2])
+                stages.apply_forward(x, stages.finish_forward(sx, sq, n, v, v, 1e-3)[2])
+                stages.apply_forward(x, stages.finish_inference(v, v, v, v, 1e-3))
