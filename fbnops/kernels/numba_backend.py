@@ -156,7 +156,8 @@ def warm_up() -> None:
             n = shape[0] * shape[2]
             for training in (True, False):
                 batch_norm_grad(x, x, v, v, v, epsilon=1e-3, is_training=training)
-                batch_norm(x, v, v, v, v, epsilon=1e-3, is_training=training)
+                stats = (None, None) if training else (v, v)  # as the op passes them: no inputs in training
+                batch_norm(x, v, v, *stats, epsilon=1e-3, is_training=training)
             with backend("numba"):
                 rows = shape[0] // 2  # per-sample partials (reproducible synchronized batch norm)
                 stages.sum_x(x, rows_per_sample=rows), stages.sum_sq(x, v, rows_per_sample=rows)
