@@ -14,7 +14,7 @@ import enum
 import ml_dtypes
 import numpy as np
 
-from fbnops.framework import memory
+from fbnops.framework import dtypes, memory
 
 from .status import Status, StatusCode
 
@@ -22,24 +22,14 @@ __all__ = ["DataType", "DT_FLOAT", "DT_DOUBLE", "DT_INT32", "DT_INT64", "DT_BOOL
 __all__ += ["Tensor", "TensorShape", "PartialTensorShape", "Initializer", "DataTypeString"]
 
 
-class DataType(enum.IntEnum):
-    """tensorflow::DataType (types.proto numbers)."""
-
-    DT_INVALID = 0
-    DT_FLOAT = 1
-    DT_DOUBLE = 2
-    DT_INT32 = 3
-    DT_UINT8 = 4
-    DT_INT16 = 5
-    DT_INT8 = 6
-    DT_STRING = 7
-    DT_INT64 = 9
-    DT_BOOL = 10
-    DT_BFLOAT16 = 14
-    DT_HALF = 19
-
+class _DataTypeBase(enum.IntEnum):
     def __str__(self) -> str:
         return self.name
+
+
+# tensorflow::DataType: types.proto's numbers, from the framework's one dtype table
+DataType = _DataTypeBase("DataType", dtypes.data_type_members(("DT_INVALID", 0), ("DT_STRING", 7)), module=__name__)
+DataType.__doc__ = "tensorflow::DataType (types.proto numbers)."
 
 
 DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64 = DataType.DT_FLOAT, DataType.DT_DOUBLE, DataType.DT_INT32, DataType.DT_INT64

@@ -15,7 +15,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from fbnops.framework import memory
+from fbnops.framework import dtypes, memory
 
 from .exceptions import (
     IllegalArgumentException,
@@ -44,28 +44,21 @@ __all__ = [
 ]
 
 
-class DataType(enum.IntEnum):
-    """org.tensorflow.proto.DataType (values of types.proto)."""
-
-    DT_INVALID = 0
-    DT_FLOAT = 1
-    DT_DOUBLE = 2
-    DT_INT32 = 3
-    DT_UINT8 = 4
-    DT_INT16 = 5
-    DT_INT8 = 6
-    DT_STRING = 7
-    DT_INT64 = 9
-    DT_BOOL = 10
-    DT_BFLOAT16 = 14
-    DT_HALF = 19
-    DT_RESOURCE = 20
-
-    def getNumber(self) -> int:
+class _DataTypeBase(enum.IntEnum):
+    def getNumber(self) -> int:  # noqa: N802  (tf-java's name)
         return int(self)
 
     def __str__(self) -> str:
         return self.name
+
+
+# org.tensorflow.proto.DataType: types.proto's numbers, from the framework's one dtype table
+DataType = _DataTypeBase(
+    "DataType",
+    dtypes.data_type_members(("DT_INVALID", 0), ("DT_STRING", 7), ("DT_RESOURCE", 20)),
+    module=__name__,
+)
+DataType.__doc__ = "org.tensorflow.proto.DataType (values of types.proto)."
 
 
 class Shape:

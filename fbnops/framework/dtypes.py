@@ -61,6 +61,13 @@ TABLE: tuple[DType, ...] = (
     DType(np.dtype(np.uint64), "uint64", "DT_UINT64", 23),
 )
 
+def data_type_members(*extra: tuple[str, int]) -> dict[str, int]:
+    """TensorFlow's ``DataType`` (types.proto) as enum members, for the C++ and Java mirrors: every
+    row of :data:`TABLE` plus the API's own extras (``DT_INVALID``, ``DT_STRING``, ...), by number."""
+    members = dict(extra) | {row.enum: row.number for row in TABLE}
+    return dict(sorted(members.items(), key=lambda item: item[1]))
+
+
 _BY_DTYPE = {row.numpy: row for row in TABLE}
 _BY_TF_NAME = {row.tf_name: row for row in TABLE}
 _BY_ENUM = {row.enum: row for row in TABLE} | {row.number: row for row in TABLE}
