@@ -178,9 +178,11 @@ def test_every_page_in_a_browser(site, served, browser):
         page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
         page.on(
             "request",
-            lambda req, external=external: external.append(req.url)
-            if urlsplit(req.url).hostname not in ("127.0.0.1", None) and not req.url.startswith("data:")
-            else None,
+            lambda req, external=external: (
+                external.append(req.url)
+                if urlsplit(req.url).hostname not in ("127.0.0.1", None) and not req.url.startswith("data:")
+                else None
+            ),
         )
         page.goto(f"{served}/{rel}", wait_until="networkidle")
         text = page.inner_text("article")

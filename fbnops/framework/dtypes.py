@@ -61,6 +61,7 @@ TABLE: tuple[DType, ...] = (
     DType(np.dtype(np.uint64), "uint64", "DT_UINT64", 23),
 )
 
+
 def data_type_members(*extra: tuple[str, int]) -> dict[str, int]:
     """TensorFlow's ``DataType`` (types.proto) as enum members, for the C++ and Java mirrors: every
     row of :data:`TABLE` plus the API's own extras (``DT_INVALID``, ``DT_STRING``, ...), by number."""

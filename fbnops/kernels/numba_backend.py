@@ -21,6 +21,7 @@ from ..framework import dtypes
 from ..framework.registry import register_kernel
 from ..framework.threads import note_parallel
 from . import _numba_loops as loops
+from . import outputs
 from ._numba_loops import (
     FWD_INFER,
     FWD_TRAIN,
@@ -66,7 +67,7 @@ def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
     outer, C, inner = x.shape
     a = _storage(x)
     b = _storage(dy) if dy is not None else a
-    out_arr = np.empty_like(x)
+    out_arr = outputs.empty_like(x)
     out = _storage(out_arr)
     p = plan(outer, C, inner, x.dtype.itemsize)
     n = float(outer) * float(inner)
@@ -133,7 +134,7 @@ def apply(amode, x, dy, A, B, K, center):
     outer, C, inner = x.shape
     a = _storage(x)
     b = _storage(dy) if dy is not None else a
-    out_arr = np.empty_like(x)
+    out_arr = outputs.empty_like(x)
     p = plan(outer, C, inner, x.dtype.itemsize)
     tiles = loops.tile(p, A, B, K, center) if p.channels_last else np.empty((4, 1), np.float32)
     args = (a, b, _storage(out_arr), amode, p, min(p.nitems, MAX_CHUNKS), tiles, A, B, K, center)

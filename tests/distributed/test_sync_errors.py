@@ -136,5 +136,6 @@ def test_a_non_communicator_is_a_typed_error(comm):
     with pytest.raises(InvalidArgumentError, match="comm must be a Communicator"):
         fd.FusedBatchNormV3(comm, x=x, scale=one, offset=one, mean=none, variance=none)
     with pytest.raises(InvalidArgumentError, match="comm must be a Communicator"):
-        fd.FusedBatchNormGradV3(comm, y_backprop=x, x=x, scale=one, reserve_space_1=one, reserve_space_2=one,
-                                reserve_space_3=none)
+        fd.FusedBatchNormGradV3(
+            comm, y_backprop=x, x=x, scale=one, reserve_space_1=one, reserve_space_2=one, reserve_space_3=none
+        )

@@ -4,6 +4,8 @@
 
 cdef int BF16_NUM = np.dtype(ml_dtypes.bfloat16).num
 
+from ._outputs import empty as _empty_output  # large outputs reuse mapped pages (see _outputs.pyx)
+
 
 cdef int _storage_kind(int type_num) noexcept:
     """0: float32, 1: float16, 2: bfloat16, -1: anything else."""
@@ -132,7 +134,7 @@ cdef _call(Op op, x, dy, scale, offset, mean, variance, float epsilon, int num_t
     g.offset = _vector(offset, C, "offset") if offset is not None else NULL
     g.var_in = _vector(variance, C, "variance") if variance is not None else NULL
 
-    out = cnp.PyArray_EMPTY(3, cnp.PyArray_DIMS(<cnp.ndarray> x), cnp.PyArray_TYPE(<cnp.ndarray> x), 0)
+    out = _empty_output(x.shape, x.dtype)
     cdef cnp.npy_intp nvec = C
     res0 = cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0)
     res1 = cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0)
@@ -286,7 +288,7 @@ def apply(int amode, x, dy, A, B, K, center, int num_threads=1):
     cdef Py_ssize_t nd = scratch_doubles(&P)
     cdef double* wd = _scratch(nd, scratch_floats(&P))
     cdef Scratch S = carve(&P, wd, <float*> (wd + nd))
-    out = cnp.PyArray_EMPTY(3, cnp.PyArray_DIMS(<cnp.ndarray> x), cnp.PyArray_TYPE(<cnp.ndarray> x), 0)
+    out = _empty_output(x.shape, x.dtype)
     cdef void* po = cnp.PyArray_DATA(out)
     try:
         with nogil:
