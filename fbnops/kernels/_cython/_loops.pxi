@@ -1,5 +1,7 @@
 # The innermost loops and the work items of the kernels (included by _batch_norm_impl.pxi).
 
+from ._fp cimport FB_HALF_ROWS, fb_narrow_half, fb_widen_half
+
 # ---------------------------------------------------------------------------------------
 # Innermost loops.  All data is processed as rows of W lanes with per-lane tiles
 # (m, A, B, K) and per-lane float32 accumulators in L1.  A lane always holds the same
@@ -7,10 +9,35 @@
 # of whole small planes side by side, or a LANES-wide piece of one large plane.
 # ---------------------------------------------------------------------------------------
 
+cdef inline void widen_operands(Apply mode, const fb_half* a, const fb_half* b, float* wa, float* wb,
+                                Py_ssize_t n) noexcept nogil:
+    """The float16 operands an apply mode reads, widened into float32 buffers."""
+    if mode != APPLY_B:
+        fb_widen_half(a, wa, n)
+    if mode != APPLY_A:
+        fb_widen_half(b, wb, n)
+
+
 cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b, Py_ssize_t nrows,
                              Py_ssize_t W, const float* m, float* s0, float* s1) noexcept nogil:
-    cdef Py_ssize_t r, j
+    cdef Py_ssize_t r, j, n
     cdef float d, g
+    cdef float wa[MAX_W]
+    cdef float wb[MAX_W]
+    if storage_t is fb_half:
+        if FB_HALF_ROWS:  # x86-64-v3: each row widened in L1, then the float32 loop (see _fp.h)
+            for r in range(nrows):
+                j = 0
+                while j < W:  # channels-last rows can be wider than MAX_W
+                    n = min(<Py_ssize_t> MAX_W, W - j)
+                    fb_widen_half(a + j, wa, n)
+                    if mode == RED_GRAD:
+                        fb_widen_half(b + j, wb, n)
+                    reduce_rows(mode, <const float*> wa, <const float*> wb, 1, n, m + j, s0 + j, s1 + j)
+                    j += n
+                a += W
+                b += W
+            return
     for r in range(nrows):
         if mode == RED_GRAD:
             for j in range(W):
@@ -31,7 +58,24 @@ cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b
 cdef inline void apply_rows(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
                             Py_ssize_t nrows, Py_ssize_t W, const float* A, const float* B,
                             const float* K, const float* m) noexcept nogil:
-    cdef Py_ssize_t r, j
+    cdef Py_ssize_t r, j, n
+    cdef float wa[MAX_W]
+    cdef float wb[MAX_W]
+    cdef float wo[MAX_W]
+    if storage_t is fb_half:
+        if FB_HALF_ROWS:  # x86-64-v3: rows widened and narrowed in L1 (see _fp.h)
+            for r in range(nrows):
+                j = 0
+                while j < W:  # channels-last rows can be wider than MAX_W
+                    n = min(<Py_ssize_t> MAX_W, W - j)
+                    widen_operands(mode, a + j, b + j, wa, wb, n)
+                    apply_rows(mode, <const float*> wa, <const float*> wb, wo, 1, n, A + j, B + j, K + j, m + j)
+                    fb_narrow_half(wo, out + j, n)
+                    j += n
+                a += W
+                b += W
+                out += W
+            return
     for r in range(nrows):
         if mode == APPLY_FULL:
             for j in range(W):
@@ -49,7 +93,20 @@ cdef inline void apply_rows(Apply mode, const storage_t* a, const storage_t* b, 
 
 cdef inline void apply_run(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
                            Py_ssize_t L, float A, float B, float K, float m) noexcept nogil:
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, n
+    cdef float wa[MAX_W]
+    cdef float wb[MAX_W]
+    cdef float wo[MAX_W]
+    if storage_t is fb_half:
+        if FB_HALF_ROWS:  # x86-64-v3: pieces of MAX_W widened and narrowed in L1 (see _fp.h)
+            i = 0
+            while i < L:
+                n = min(<Py_ssize_t> MAX_W, L - i)
+                widen_operands(mode, a + i, b + i, wa, wb, n)
+                apply_run(mode, <const float*> wa, <const float*> wb, wo, n, A, B, K, m)
+                fb_narrow_half(wo, out + i, n)
+                i += n
+            return
     if mode == APPLY_FULL:
         for i in range(L):
             store(out, i, A * ((load(b, i) + K) + B * (load(a, i) - m)))
