@@ -21,7 +21,7 @@ import collections
 from numpy.typing import ArrayLike
 
 from .ops.convert import convert_attrs, convert_inputs
-from .ops.execute import execute
+from .ops.execute import call_signature, checked_attrs_for, execute_checked, prepare, remember
 from .specs import ATTR_TYPES, OpSpec, all_specs
 
 __all__ = [spec.name for spec in all_specs()]
@@ -47,8 +47,14 @@ def _docstring(spec: OpSpec) -> str:
 
 
 def _run(spec: OpSpec, inputs: dict, attrs: dict) -> tuple:
-    attrs = convert_attrs(spec, attrs)  # TensorFlow's order: attr types, then inputs, then allowed values
-    return execute(spec.name, convert_inputs(spec, inputs), attrs)
+    signature = call_signature("raw_ops", spec.name, inputs, attrs)
+    checked = checked_attrs_for(signature)
+    if checked is not None:  # a call like one that passed: inputs and attrs as they were then
+        return execute_checked(spec.name, inputs, checked)
+    converted_attrs = convert_attrs(spec, attrs)  # TensorFlow's order: attr types, then inputs, then allowed values
+    _, arrays, checked = prepare(spec.name, convert_inputs(spec, inputs), converted_attrs)
+    remember(signature, inputs, arrays, checked)
+    return execute_checked(spec.name, arrays, checked)
 
 
 def _make(spec: OpSpec):

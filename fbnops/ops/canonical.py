@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -50,9 +51,14 @@ class NdView:
 
     @classmethod
     def for_data_format(cls, shape: Sequence[int], data_format: str) -> NdView:
-        """The view of a TensorFlow layout: the one channel axis kept, size 1 or not."""
+        """The view of a TensorFlow layout: the one channel axis kept, size 1 or not
+        (remembered per shape and format: every call of the ops asks; treat it as read-only)."""
+        return _format_view(tuple(shape), data_format)
+
+    @classmethod
+    def _make_for_data_format(cls, shape: tuple[int, ...], data_format: str) -> NdView:
         view = cls.__new__(cls)
-        view.shape = shape = tuple(shape)
+        view.shape = shape
         axis = channel_axis(data_format, len(shape))
         view.channels = shape[axis]
         view.perm = None
@@ -82,6 +88,11 @@ class NdView:
             return a.reshape(self.shape)
         permuted = tuple(self.shape[p] for p in self.perm)
         return np.ascontiguousarray(np.transpose(a.reshape(permuted), np.argsort(self.perm)))
+
+
+@lru_cache(maxsize=1024)
+def _format_view(shape: tuple[int, ...], data_format: str) -> NdView:
+    return NdView._make_for_data_format(shape, data_format)
 
 
 def nd_view(shape: Sequence[int], kept: Sequence[int]) -> NdView:

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from ..framework.tensor import as_array, shape_str
 from ..specs import ArgSpec, OpSpec
 from .validation import check_attrs, check_dtypes, is_required
 
-__all__ = ["prepare", "execute", "contiguous"]
+__all__ = ["prepare", "execute", "execute_checked", "call_signature", "contiguous"]
 
 
 def _check_tensor_rank(name: str, arr: np.ndarray, op: str) -> None:
@@ -140,14 +141,62 @@ def prepare(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]) -> tupl
     return spec, arrays, attrs
 
 
-def execute(
-    op_type: str,
-    inputs: dict[str, Any],
-    attrs: dict[str, Any],
-    backend: str | None = None,
+# The fast path of a repeated call.  Every check above depends on the inputs' types,
+# shapes and dtypes and on the attrs, never on the inputs' values (the memory check
+# reads the machine's free memory, so calls that need it are not remembered).  A call
+# with the signature of one that passed is that call again: it skips the checks and
+# runs with the attrs the checks produced.  Literal inputs, ndarray subclasses and
+# unhashable attrs have no signature and always take the full path.
+_PASSED: dict[tuple, dict[str, Any]] = {}
+MAX_REMEMBERED = 1024
+
+
+def _attr_key(value: Any) -> tuple:
+    if type(value) is float:  # -0.0 == 0.0 but can give other results; NaN never matches itself
+        return (float, value, math.copysign(1.0, value))
+    return (type(value), value)
+
+
+def call_signature(surface: str, op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]) -> tuple | None:
+    """What the validation of this call on ``surface`` (whose conversions come first) depends
+    on, or None if it cannot be remembered."""
+    key: list = [surface, op_type]
+    for name, value in inputs.items():
+        if type(value) is not np.ndarray:
+            return None
+        key += (name, value.shape, value.dtype)
+    try:
+        key += [(name, _attr_key(value)) for name, value in attrs.items()]
+        signature = tuple(key)
+        hash(signature)
+    except TypeError:  # an unhashable attr value: the full path judges it
+        return None
+    return signature
+
+
+def remember(
+    signature: tuple | None, inputs: dict[str, Any], arrays: dict[str, np.ndarray], checked_attrs: dict[str, Any]
+) -> None:
+    """Record that calls with this signature pass validation with these attrs, if validation
+    passed the inputs on unchanged (no conversion, no copy) and did not need the memory check."""
+    if signature is None or len(arrays) != len(inputs) or any(arrays[k] is not v for k, v in inputs.items()):
+        return
+    if 2 * sum(a.nbytes for a in arrays.values()) > memory.SMALL:
+        return
+    if len(_PASSED) >= MAX_REMEMBERED:
+        _PASSED.clear()
+    _PASSED[signature] = checked_attrs
+
+
+def checked_attrs_for(signature: tuple | None) -> dict[str, Any] | None:
+    """The checked attrs of a call with this signature that passed before (None: validate it)."""
+    return _PASSED.get(signature) if signature is not None else None
+
+
+def execute_checked(
+    op_type: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any], backend: str | None = None
 ) -> tuple[np.ndarray, ...]:
-    """Run one op eagerly: validate, then dispatch to ``backend`` (default: the current one)."""
-    _, arrays, attrs = prepare(op_type, inputs, attrs)
+    """Run a validated call (the arrays and attrs that :func:`prepare` returned)."""
     op_def = registry.get_op_def(op_type)
     if op_def.kernel:
         kernel = registry.get_kernel(op_def.kernel, backend)
@@ -156,3 +205,19 @@ def execute(
             registry.check_backend(backend)
         kernel = None
     return op_def.body(kernel, arrays, attrs)
+
+
+def execute(
+    op_type: str,
+    inputs: dict[str, Any],
+    attrs: dict[str, Any],
+    backend: str | None = None,
+) -> tuple[np.ndarray, ...]:
+    """Run one op eagerly: validate, then dispatch to ``backend`` (default: the current one)."""
+    signature = call_signature("execute", op_type, inputs, attrs)
+    checked = checked_attrs_for(signature)
+    if checked is not None:
+        return execute_checked(op_type, inputs, checked, backend)
+    _, arrays, checked = prepare(op_type, inputs, attrs)
+    remember(signature, inputs, arrays, checked)
+    return execute_checked(op_type, arrays, checked, backend)

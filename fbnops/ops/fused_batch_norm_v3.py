@@ -11,6 +11,7 @@ the same body on V3's kernels, without ``reserve_space_3``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,12 @@ __all__ = ["SPEC", "OP_DEF", "running_statistics", "register_forward"]
 SPEC = get_spec("FusedBatchNormV3")
 
 
+@lru_cache(maxsize=256)
+def _bessel(count: int) -> np.float32:
+    """Bessel's correction ``n / max(n - 1, 1)``, rounded as TensorFlow's float32 does it."""
+    return np.float32(count) / np.float32(max(count - 1, 1))
+
+
 def running_statistics(
     mean: np.ndarray,
     variance: np.ndarray,
@@ -47,10 +54,9 @@ def running_statistics(
     ``(1 - f) * running + f * batch``.
     """
     f = np.float32(exponential_avg_factor)
-    n = np.float32(count)
-    adjust = n / np.float32(max(count - 1, 1))
+    adjust = _bessel(count)
     if f == np.float32(1.0):
-        batch_mean, batch_var = mean.copy(), variance * adjust
+        return mean.astype(np.float32), (variance * adjust).astype(np.float32, copy=False)
     else:
         one_minus_f = np.float32(1.0) - f
         batch_mean = one_minus_f * mean_in + f * mean
