@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
+import numpy as np
 import pytest
 
 from fbnops.tools.bench import report
@@ -130,3 +131,26 @@ def test_onednn_harness_times_plain_and_blocked_primitives():
             samples = interleaved({"onednn": call}, rounds=2)
             assert samples["onednn"].median > 0
     assert onednn.onednn_call(Case((2, 4, 4, 16), "NHWC", "bfloat16", "grad"), False) is None
+
+
+def test_the_compute_bound_counts_and_limits():
+    from fbnops.tools.bench import bound
+
+    nhwc, nchw = bound.pass_costs("NHWC", "float32"), bound.pass_costs("NCHW", "float32")
+    # reduce: 5 loads (x, dy, centre, 2 accumulators) and 2 stores per 8 lanes: 2.5 cycles on 2 load ports
+    assert nhwc["reduce"] == bound.PassCost(load=5, store=2, fp=3)
+    assert nhwc["reduce"].cycles_per_element() == pytest.approx(2.5 / 8)
+    # apply: channels-last loads 4 per-lane tiles besides x and dy (load-bound); planes keep scalars
+    assert nhwc["apply"].cycles_per_element() == pytest.approx(3 / 8)
+    assert nchw["apply"].cycles_per_element() == pytest.approx(2 / 8)  # 4 FP ops on 2 ports
+    # unrolling rows divides the accumulator traffic; float16 adds conversions on the FP ports
+    assert bound.pass_costs("NHWC", "float32", rows_unrolled=4)["reduce"].store == 0.5
+    assert bound.pass_costs("NHWC", "float16")["apply"].fp > nhwc["apply"].fp
+
+
+def test_the_compute_bound_measures_slopes_on_one_thread():
+    from fbnops.tools.bench import bound
+
+    measured = bound.measure("NHWC", "float32", repeats=3)
+    assert set(measured) == {"reduce", "apply", "gradient"}
+    assert all(np.isfinite(ns) and np.isfinite(fixed) for ns, fixed in measured.values())

@@ -1,0 +1,149 @@
+"""The in-cache compute bound of the kernels, stated and measured.
+
+``python -m fbnops.tools.bench.bound`` counts, per element of each pass, the vector
+loads, stores, floating-point operations and 16-bit conversions the kernels issue
+(the loops of ``fbnops/kernels/_cython/_loops.pxi``), turns them into cycles with an
+AVX2 core's issue limits (2 loads, 1 store, 2 FP ops per cycle; 8 float32 lanes), and
+compares with the measured cost on one thread for data in L2.  The measured cost is the
+slope of time against size over a few L2-resident sizes, so the fixed cost of a call
+(validation, scratch, thread start) is not counted in it; that cost is reported apart.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from ...framework import dtypes
+
+LANES = 8  # float32 lanes of an AVX2 vector
+ISSUE = {"load": 2, "store": 1, "fp": 2}  # per cycle, per core (Zen 2/3 and Skylake alike)
+
+
+class PassCost(NamedTuple):
+    """Vector instructions per 8 elements of one pass."""
+
+    load: float
+    store: float
+    fp: float
+
+    def cycles_per_element(self) -> float:
+        return max(self.load / ISSUE["load"], self.store / ISSUE["store"], self.fp / ISSUE["fp"]) / LANES
+
+
+# Conversions per 8 elements: bfloat16 widens with integer shifts (not FP ports) and rounds to
+# nearest even with ~6 integer ops; float16 uses one vcvtph2ps / vcvtps2ph (FP port) each way.
+WIDEN = {"float32": 0, "bfloat16": 0, "float16": 1}
+NARROW = {"float32": 0, "bfloat16": 0, "float16": 1}
+
+
+def pass_costs(layout: str, dtype: str, rows_unrolled: int = 1) -> dict[str, PassCost]:
+    """Per 8 elements: the reduction (RED_GRAD) and the apply (APPLY_FULL) of the training gradient.
+
+    Reduce: x and dy loaded, the centre tile loaded, the two float32 lane accumulators
+    loaded and stored once per ``rows_unrolled`` rows; add, sub, FMA.  Apply: x and dy
+    loaded, then the A, B, K, m tiles per lane (channels-last) or scalars in registers
+    (channels-first planes); add, sub, FMA, mul; one store.
+    """
+    w, n = WIDEN[dtype], NARROW[dtype]
+    r = rows_unrolled
+    reduce = PassCost(load=2 + (1 + 2) / r, store=2 / r, fp=3 + 2 * w)
+    tiles = 4 if layout == "NHWC" else 0
+    apply = PassCost(load=2 + tiles, store=1, fp=4 + 2 * w + n)
+    return {"reduce": reduce, "apply": apply}
+
+
+def cpu_mhz() -> float | None:
+    """The clock /proc/cpuinfo reports (a VM reports its nominal clock); None if unknown."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "cpu MHz":
+                    return float(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _slope_ns(fn_for_size, sizes: list[int], repeats: int) -> tuple[float, float]:
+    """(ns per element, fixed ns per call): least squares over sizes of the median times."""
+    times = []
+    for n in sizes:
+        fn = fn_for_size(n)
+        fn()
+        samples = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - t0)
+        times.append(statistics.median(samples) * 1e9)
+    slope, intercept = np.polyfit(np.array(sizes, float), np.array(times), 1)
+    return float(slope), float(intercept)
+
+
+def measure(layout: str, dtype: str, repeats: int = 200) -> dict[str, tuple[float, float]]:
+    """Measured ns/element (and fixed ns per call) of reduce, apply and the whole gradient, 1 thread."""
+    from ...kernels.cython_backend import _bn
+
+    C = 16
+    dt = dtypes.from_user_name(dtype)
+    rng = np.random.default_rng(0)
+    vec = np.ones(C, np.float32)
+
+    def arrays(n: int):
+        x = rng.standard_normal(n, dtype=np.float32).astype(dt)
+        dy = rng.standard_normal(n, dtype=np.float32).astype(dt)
+        shape = (n // C, C, 1) if layout == "NHWC" else (n // (C * 784), C, 784)
+        return x.reshape(shape), dy.reshape(shape)
+
+    def reduce_for(n):
+        x, dy = arrays(n)
+        return lambda: _bn.reduce_totals(0, x, dy, vec, 0, 1)
+
+    def apply_for(n):
+        x, dy = arrays(n)
+        return lambda: _bn.apply(0, x, dy, vec, vec, vec, vec, 1)
+
+    def grad_for(n):
+        x, dy = arrays(n)
+        return lambda: _bn.batch_norm_grad(x, dy, vec, vec, vec, epsilon=1e-3, is_training=True, num_threads=1)
+
+    # x, dy and dx of the largest size stay within a 512 KiB L2 for float32
+    sizes = [C * 784 * k for k in (1, 2, 3)]
+    return {name: _slope_ns(fn, sizes, repeats) for name, fn in (("reduce", reduce_for), ("apply", apply_for),
+                                                                  ("gradient", grad_for))}  # fmt: skip
+
+
+def report(layouts=("NHWC", "NCHW"), dtypes_=("float32", "bfloat16", "float16"), rows_unrolled: int = 1) -> str:
+    mhz = cpu_mhz()
+    ghz = (mhz or 3000.0) / 1000
+    lines = [
+        f"# clock {ghz:.2f} GHz ({'/proc/cpuinfo' if mhz else 'assumed'}); issue per cycle: "
+        f"{ISSUE['load']} loads, {ISSUE['store']} store, {ISSUE['fp']} FP ops of {LANES} lanes; 1 thread, data in L2",
+        f"{'case':16s} {'pass':9s} {'loads/8':>8s} {'stores/8':>8s} {'fp/8':>6s} {'bound ns/el':>12s} "
+        f"{'measured':>9s} {'ratio':>6s} {'fixed us':>9s}",
+    ]
+    for layout in layouts:
+        for dtype in dtypes_:
+            costs = pass_costs(layout, dtype, rows_unrolled)
+            costs["gradient"] = PassCost(*(a + b for a, b in zip(costs["reduce"], costs["apply"], strict=True)))
+            measured = measure(layout, dtype)
+            for name, cost in costs.items():
+                if name == "gradient":
+                    bound = sum(c.cycles_per_element() for k, c in costs.items() if k != "gradient") / ghz
+                else:
+                    bound = cost.cycles_per_element() / ghz
+                ns, fixed = measured[name]
+                lines.append(
+                    f"{layout + ' ' + dtype:16s} {name:9s} {cost.load:8.2f} {cost.store:8.2f} {cost.fp:6.1f} "
+                    f"{bound:12.3f} {ns:9.3f} {ns / bound:6.2f} {fixed / 1000:9.2f}"
+                )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report())
