@@ -7,16 +7,18 @@ the same statistics, and what crossed the wire.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["main", "find_mpiexec"]
+__all__ = ["main", "find_mpiexec", "run_mpiexec"]
 
 TIMEOUT = 120  # seconds for the whole run: MPI itself has no timeouts
 
@@ -25,6 +27,22 @@ def find_mpiexec() -> str | None:
     """``mpiexec`` next to this Python (the MPICH wheel installs it there), else on PATH."""
     here = Path(sys.executable).parent / "mpiexec"
     return str(here) if here.exists() else shutil.which("mpiexec")
+
+
+def run_mpiexec(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, text=True)`` in a session of its own, so that a
+    timeout kills every rank, not only ``mpiexec`` (which would leave the ranks orphaned)."""
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
 
 
 def _fail(message: str) -> int:
@@ -54,7 +72,7 @@ def main(ranks: int) -> int:
             str(out),
         ]
         try:
-            run = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
+            run = run_mpiexec(cmd, TIMEOUT, env=env)
         except subprocess.TimeoutExpired:
             return _fail(f"mpiexec did not finish within {TIMEOUT} s")
         if run.returncode != 0 or not out.exists():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import ml_dtypes
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 from dist_helpers import PER_CHANNEL, ROWS, batch, same_bits, single_process
 
-from fbnops.distributed.demo import find_mpiexec
+from fbnops.distributed.demo import find_mpiexec, run_mpiexec
 
 HERE = Path(__file__).parent
 LAYOUTS = {1: [7], 2: [4, 3], 3: [3, 0, 4]}
@@ -37,7 +38,7 @@ def test_mpiexec_one_two_three_ranks_agree(tmp_path):
         out = tmp_path / f"p{p}.npz"
         cmd = [find_mpiexec(), "-n", str(p), sys.executable, "-m", "mpi4py", str(HERE / "mpi_worker.py"), str(out),
                ",".join(map(str, sizes))]  # fmt: skip
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        run = run_mpiexec(cmd, 120)
         assert run.returncode == 0, run.stderr[-2000:]
         runs[p] = _load(out)
     for p, run in runs.items():  # one bad rank: the same typed error on every rank, naming it
@@ -106,9 +107,26 @@ else:
 )
 def test_a_channel_count_mismatch_under_mpi_never_computes_and_never_hangs():
     cmd = [find_mpiexec(), "-n", "2", sys.executable, "-m", "mpi4py", "-c", MISMATCH]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)  # a hang fails here
+    run = run_mpiexec(cmd, 60)  # a hang fails here (and kills every rank)
     # Messages of different lengths: a rank raises InvalidArgumentError, unless MPICH, which treats the
     # truncated message as fatal, ends the job first. Either way no rank computes with mixed statistics.
     assert "computed a result" not in run.stdout, run.stdout
     raised = [f"rank {rank} raised InvalidArgumentError" in run.stdout for rank in (0, 1)]
     assert all(raised) or (run.returncode != 0 and "truncated" in run.stderr), (run.stdout, run.stderr[-1000:])
+
+
+def test_a_timeout_kills_every_process_of_the_job(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    cmd = ["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"]  # like mpiexec and its ranks
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_mpiexec(cmd, 1.0)
+    pid = int(pid_file.read_text())
+    for _ in range(50):  # SIGKILL is asynchronous; an unreaped zombie is dead too
+        try:
+            state = Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0]
+        except (FileNotFoundError, IndexError):
+            state = "gone"
+        if state in ("gone", "Z", "X"):
+            break
+        time.sleep(0.05)
+    assert state in ("gone", "Z", "X"), f"the job's child {pid} survived the timeout ({state})"
