@@ -14,6 +14,7 @@ The MPI and torch.distributed adapters live in :mod:`fbnops.distributed.adapters
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -127,8 +128,10 @@ class ThreadComm:
     def __init__(self, size: int, *, timeout: float = 60.0):
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"size must be a positive integer, got {size!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+            raise ValueError(f"timeout must be a positive finite number of seconds, got {timeout!r}")
         self.size = size
-        self._timeout = timeout
+        self._timeout = float(timeout)
 
     def run(self, fn: Callable[[Any], Any], *, return_exceptions: bool = False) -> list[Any]:
         self._cond = threading.Condition()

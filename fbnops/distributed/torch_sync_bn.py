@@ -99,8 +99,12 @@ class SyncBatchNorm(torch.nn.Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.comm, self.reproducible = comm, reproducible
-        self.weight = torch.nn.Parameter(torch.ones(num_features), requires_grad=affine)
-        self.bias = torch.nn.Parameter(torch.zeros(num_features), requires_grad=affine)
+        if affine:
+            self.weight = torch.nn.Parameter(torch.ones(num_features))
+            self.bias = torch.nn.Parameter(torch.zeros(num_features))
+        else:  # as nn.BatchNorm*d: no parameters at all (not frozen ones)
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
         if track_running_stats:  # the same buffers as nn.BatchNorm*d: checkpoints load either way
             self.register_buffer("running_mean", torch.zeros(num_features))
             self.register_buffer("running_var", torch.ones(num_features))
@@ -121,9 +125,10 @@ class SyncBatchNorm(torch.nn.Module):
             # momentum=None: PyTorch's cumulative moving average
             factor = self.momentum if self.momentum is not None else 1.0 / float(self.num_batches_tracked)
         stats = (self.running_mean, self.running_var, factor)
-        return _SyncBatchNormFunction.apply(
-            x, self.weight, self.bias, self.comm, self.eps, stats, training, self.reproducible
-        )
+        weight, bias = self.weight, self.bias
+        if weight is None:  # affine=False: the identity scale and shift
+            weight, bias = torch.ones(self.num_features), torch.zeros(self.num_features)
+        return _SyncBatchNormFunction.apply(x, weight, bias, self.comm, self.eps, stats, training, self.reproducible)
 
     @classmethod
     def convert_sync_batchnorm(

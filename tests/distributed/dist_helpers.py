@@ -89,6 +89,6 @@ def bits(a: np.ndarray) -> bytes:
     return np.ascontiguousarray(a).tobytes()
 
 
-def same_bits(a: dict, b: dict, keys=PER_CHANNEL + ROWS) -> list[str]:
+def differing_bits(a: dict, b: dict, keys=PER_CHANNEL + ROWS) -> list[str]:
     """The names whose arrays differ in any bit (NaNs compare by their bits)."""
     return [k for k in keys if a[k].dtype != b[k].dtype or a[k].shape != b[k].shape or bits(a[k]) != bits(b[k])]

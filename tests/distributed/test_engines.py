@@ -11,7 +11,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from dist_helpers import PER_CHANNEL, ROWS, batch, same_bits, single_process
+from dist_helpers import PER_CHANNEL, ROWS, batch, differing_bits, single_process
 
 from fbnops.distributed.demo import find_mpiexec, run_mpiexec
 
@@ -56,11 +56,11 @@ def test_mpiexec_one_two_three_ranks_agree(tmp_path):
             for k in PER_CHANNEL:
                 np.testing.assert_allclose(got[k], want[k], rtol=2e-6, atol=1e-6, err_msg=f"{case} p={p} {k}")
             if mode == "reproducible":  # any number of ranks: the same bits
-                assert not same_bits(got, {k: runs[1][f"{case}/{k}"] for k in got}), (case, p)
+                assert not differing_bits(got, {k: runs[1][f"{case}/{k}"] for k in got}), (case, p)
             elif mode == "reduce_scatter":  # the same additions in the same order as the Allgather path
-                assert not same_bits(got, {k: run[f"{layout}/default/{k}"] for k in got}), (case, p)
+                assert not differing_bits(got, {k: run[f"{layout}/default/{k}"] for k in got}), (case, p)
             elif p == 1:  # one rank is the single-process op
-                assert not same_bits(got, want), case
+                assert not differing_bits(got, want), case
 
 
 def test_demo_without_mpi_is_one_clean_line_and_exit_2(monkeypatch, capsys):

@@ -139,3 +139,9 @@ def test_a_non_communicator_is_a_typed_error(comm):
         fd.FusedBatchNormGradV3(
             comm, y_backprop=x, x=x, scale=one, reserve_space_1=one, reserve_space_2=one, reserve_space_3=none
         )
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), float("inf"), True, "5", None])
+def test_thread_comm_refuses_a_timeout_that_is_not_a_positive_finite_number(timeout):
+    with pytest.raises(ValueError, match="timeout must be a positive finite number"):
+        fd.ThreadComm(2, timeout=timeout)

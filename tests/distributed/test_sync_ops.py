@@ -8,8 +8,8 @@ from dist_helpers import (
     PER_CHANNEL,
     SHARDINGS,
     batch,
+    differing_bits,
     joined,
-    same_bits,
     sharded_step,
     single_process,
     split,
@@ -30,7 +30,7 @@ def test_default_mode_is_within_the_float64_oracle_tolerances(sizes, data_format
     b = batch(data_format=data_format, dtype=dtype)
     ranks = sharded_step(b, sizes, data_format=data_format)
     for r in ranks[1:]:  # per-channel outputs are identical on every rank
-        assert not same_bits(r, ranks[0], PER_CHANNEL)
+        assert not differing_bits(r, ranks[0], PER_CHANNEL)
     got = joined(ranks)
     x = b["x"]
     y, mean, var = forward_f64(x, b["scale"], b["offset"], None, None, 1e-4, data_format, True)
@@ -56,10 +56,10 @@ def test_one_rank_is_the_single_process_op_bit_for_bit(backend, data_format, fac
         for dtype in ("float32", "float16", "bfloat16"):
             b = batch(n=6, c=9, data_format=data_format, dtype=dtype, seed=3)
             got = step(fd.SerialComm(), b, data_format=data_format, factor=factor)
-            assert not same_bits(got, single_process(b, data_format=data_format, factor=factor)), dtype
+            assert not differing_bits(got, single_process(b, data_format=data_format, factor=factor)), dtype
             ranks = sharded_step(b, [2, 0, 4], data_format=data_format, reproducible=True)
             one = step(fd.SerialComm(), b, data_format=data_format, factor=1.0, reproducible=True)
-            assert not same_bits(joined(ranks), one), dtype
+            assert not differing_bits(joined(ranks), one), dtype
 
 
 @pytest.mark.parametrize("data_format,dtype", [("NHWC", "float32"), ("NCHW", "float16"), ("NDHWC", "bfloat16")])
@@ -71,7 +71,7 @@ def test_reproducible_mode_is_bitwise_identical_for_every_sharding(data_format, 
         assert rel_err(serial[k], want[k]) <= STAT_TOL, k
     for sizes in SHARDINGS + ([2, 2, 2, 1],):
         ranks = sharded_step(b, sizes, data_format=data_format, reproducible=True)
-        assert not same_bits(joined(ranks), serial), sizes
+        assert not differing_bits(joined(ranks), serial), sizes
 
 
 def test_default_mode_is_bitwise_reproducible_across_thread_counts():
@@ -85,7 +85,7 @@ def test_default_mode_is_bitwise_reproducible_across_thread_counts():
             results.append(joined(sharded_step(b, [40, 24])))
     finally:
         fbnops.set_num_threads(before)
-    assert not same_bits(results[0], results[1])
+    assert not differing_bits(results[0], results[1])
 
 
 def test_local_param_grads_are_the_shards_own():
@@ -97,7 +97,7 @@ def test_local_param_grads_are_the_shards_own():
     np.testing.assert_allclose(sum(r["scale_backprop"] for r in ranks), glob[0]["scale_backprop"], rtol=1e-4)
     assert rel_err(ranks[0]["offset_backprop"], glob[0]["offset_backprop"]) > 1e-3  # really local
     for r, g in zip(ranks, glob, strict=True):  # dx does not depend on the choice
-        assert not same_bits(r, g, ("x_backprop",))
+        assert not differing_bits(r, g, ("x_backprop",))
 
 
 def test_an_empty_global_batch_gives_nan_statistics_and_zero_gradients():

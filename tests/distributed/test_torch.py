@@ -125,3 +125,18 @@ def test_convert_sync_batchnorm_keeps_parameters_buffers_and_results():
     torch.testing.assert_close(y, want, rtol=1e-5, atol=1e-5)
     for k in ("running_mean", "running_var", "num_batches_tracked"):
         torch.testing.assert_close(getattr(converted[1], k), getattr(reference[1], k), rtol=1e-6, atol=1e-7)
+
+
+def test_affine_false_has_no_parameters_and_matches_batchnorm2d():
+    data = full_batch(seed=4)
+    ref = torch.nn.BatchNorm2d(4, affine=False)
+    sync = fd.SyncBatchNorm(4, affine=False, comm=fd.SerialComm())
+    assert sync.weight is None and sync.bias is None and list(sync.parameters()) == []
+    assert set(sync.state_dict()) == set(ref.state_dict())
+    xs = [torch.from_numpy(data["x"]).requires_grad_(True) for _ in range(2)]
+    ys = [ref(xs[0]), sync(xs[1])]
+    for y in ys:
+        (y * torch.from_numpy(data["w"])).sum().backward()
+    np.testing.assert_allclose(ys[1].detach().numpy(), ys[0].detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(xs[1].grad.numpy(), xs[0].grad.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sync.running_var.numpy(), ref.running_var.numpy(), rtol=1e-6)
