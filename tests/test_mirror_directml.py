@@ -513,3 +513,26 @@ def test_dml_compile_graph_rejects_bad_edges():
         with pytest.raises(dml.HRESULTError, match=message) as e:
             _graph(dev, [grad], ins, mids, o, n_in, 3)
         assert e.value.hresult == "E_INVALIDARG"
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda r: r.Upload([1.0, 2.0]), "expected a NumPy array of numbers, got list"),
+        (lambda r: r.Upload(np.array([object()])), "got ndarray of dtype object"),
+        (lambda r: r.Upload(np.zeros(4, np.float32), True), "offset True must be a non-negative integer"),
+        (lambda r: r.Upload(np.zeros(20, np.float32)), "outside the 64-byte buffer"),
+        (lambda r: r.Readback("O", (2,)), "object is not a numeric dtype"),
+        (lambda r: r.Readback("no such type", (1,)), "is not a dtype"),
+        (lambda r: r.Readback(np.float32, (-1,)), "shape must be a tuple of non-negative integers"),
+        (lambda r: r.Readback(np.float32, 5), "shape must be a tuple of non-negative integers"),
+        (lambda r: r.Readback(np.float32, (4,), 60), "outside the 64-byte buffer"),
+    ],
+)
+def test_upload_and_readback_refuse_what_is_not_bytes_of_numbers_in_bounds(call, message):
+    res = dml.ID3D12Resource(64)
+    res.Upload(np.arange(16, dtype=np.float32))
+    with pytest.raises(dml.HRESULTError, match=message) as err:
+        call(res)
+    assert err.value.hresult == "E_INVALIDARG"
+    np.testing.assert_array_equal(res.Readback(np.float32, (16,)), np.arange(16, dtype=np.float32))  # untouched

@@ -42,15 +42,37 @@ class ID3D12Resource:
         return {"Width": self._bytes.size}
 
     def Upload(self, array: np.ndarray, offset: int = 0) -> None:
+        """Copy an array's bytes in at ``offset`` (nothing is written unless all of them fit)."""
+        if not isinstance(array, np.ndarray) or not _is_plain_data(array.dtype):
+            raise invalid(f"Upload: expected a NumPy array of numbers, got {_describe(array)}")
         data = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
         strided.check_in_bounds([data.size], [1], 1, offset, self._bytes.size, what="Upload", error=invalid)
         self._bytes[offset : offset + data.size] = data
 
     def Readback(self, dtype, shape, offset: int = 0) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        n = math.prod(shape) * dtype.itemsize
+        """A copy of ``prod(shape)`` elements of ``dtype`` read at ``offset``."""
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            raise invalid(f"Readback: {dtype!r} is not a dtype") from None
+        if not _is_plain_data(dtype):
+            raise invalid(f"Readback: {dtype} is not a numeric dtype")
+        if not isinstance(shape, (tuple, list)) or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in shape
+        ):
+            raise invalid(f"Readback: shape must be a tuple of non-negative integers, got {shape!r}")
+        n = math.prod(int(d) for d in shape) * dtype.itemsize
         strided.check_in_bounds([n], [1], 1, offset, self._bytes.size, what="Readback", error=invalid)
-        return self._bytes[offset : offset + n].view(dtype).reshape(shape).copy()
+        return self._bytes[offset : offset + n].view(dtype).reshape(tuple(int(d) for d in shape)).copy()
+
+
+def _is_plain_data(dtype: np.dtype) -> bool:
+    """Bytes that mean numbers: no Python objects, no structured or string types."""
+    return dtype.kind in "biufc" or dtype.name == "bfloat16"
+
+
+def _describe(value) -> str:
+    return f"{type(value).__name__} of dtype {value.dtype}" if isinstance(value, np.ndarray) else type(value).__name__
 
 
 class ID3D12GraphicsCommandList:

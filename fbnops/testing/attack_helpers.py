@@ -47,7 +47,11 @@ def bits(out):
     return b"".join(np.asarray(o).tobytes() for o in out)
 
 
-def dml_grad(in_strides=None, out_strides=None, offset=0, size=96, resource=96, total=None, sizes=None):
+def dml_grad(in_strides=None, out_strides=None, offset=0, size=96, resource=96, total=None, sizes=None, guard=0):
+    """One DirectML BATCH_NORMALIZATION_GRAD with the given InputTensor strides, output strides and
+    binding; returns the three output bindings (filled with -7 before the call).  ``guard`` > 0:
+    OutputGradient's buffer has that many bytes beyond the tensor (its binding does not), so a
+    write past the tensor can be seen."""
     from bindings_mirror import directml as dml
 
     f32, shape, stat = dml.DML_TENSOR_DATA_TYPE_FLOAT32, sizes or [2, 3, 2, 2], [1, 3, 1, 1]
@@ -79,7 +83,12 @@ def dml_grad(in_strides=None, out_strides=None, offset=0, size=96, resource=96, 
             buf(12),
         ]
     )
-    outs = [buf(96, -7.0), buf(12, -7.0), buf(12, -7.0)]
+    if guard:
+        dx_bytes = dx_desc.Desc.TotalTensorSizeInBytes
+        outs = [buf(max(dx_bytes, 16) + guard, -7.0), buf(16, -7.0), buf(16, -7.0)]
+        outs[0].Desc.SizeInBytes = dx_bytes
+    else:
+        outs = [buf(96, -7.0), buf(12, -7.0), buf(12, -7.0)]
     table.BindOutputs(outs)
     cmd = dml.D3D12CreateDevice().CreateCommandList()
     dev.CreateCommandRecorder().RecordDispatch(cmd, compiled, table)
