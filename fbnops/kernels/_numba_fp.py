@@ -3,7 +3,9 @@ round-to-nearest-even narrowing (the twin of ``_cython/_fp.h``).
 
 Numba has no float16/bfloat16 on the CPU: float16 data is read as ``uint16`` and
 bfloat16 bits as ``int16`` (a distinct type, so the choice is made when Numba types
-the call), converted with integer bit manipulation plus a bitcast intrinsic (llvmlite).
+the call).  float16 is converted by LLVM's ``half`` type when Numba compiles for a CPU
+with F16C (the x86-64-v3 Cython build's instructions), else with integer bit
+manipulation plus a bitcast intrinsic (llvmlite), as the portable Cython build does.
 """
 
 from __future__ import annotations
@@ -34,8 +36,41 @@ def _bits_from_f32(typingctx, f):
     return types.uint32(types.float32), codegen
 
 
+def _compiles_f16c() -> bool:
+    """Whether Numba compiles for a CPU with F16C (vcvtph2ps / vcvtps2ph); False if unknown."""
+    try:
+        from numba.core.registry import cpu_target
+
+        return "+f16c" in cpu_target.target_context.codegen()._tm_features.split(",")
+    except (ImportError, AttributeError):  # a Numba without this private attribute: the integer path
+        return False
+
+
+# With F16C, LLVM's half <-> float conversions are the x86-64-v3 Cython build's instructions
+# (the same bits, round to nearest even) and vectorize 8 at a time; the integer twins of
+# _fp.h below are the portable path.
+HARDWARE_HALF = _compiles_f16c()
+
+
+@intrinsic
+def _f32_from_half_bits(typingctx, h):
+    def codegen(context, builder, signature, args):
+        half = builder.bitcast(builder.trunc(args[0], ir.IntType(16)), ir.HalfType())
+        return builder.fpext(half, ir.FloatType())
+
+    return types.float32(types.uint32), codegen
+
+
+@intrinsic
+def _half_bits_from_f32(typingctx, f):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+
+    return types.uint16(types.float32), codegen
+
+
 @njit(inline="always")
-def _half_to_f32(h):
+def _half_to_f32_soft(h):
     em = np.uint32(h & 0x7FFF) << np.uint32(13)
     u = _bits_from_f32(_f32_from_bits(em) * np.float32(5.192296858534828e33))  # * 2**112
     if em >= np.uint32(0x7C00 << 13):
@@ -45,7 +80,7 @@ def _half_to_f32(h):
 
 
 @njit(inline="always")
-def _f32_to_half(f):
+def _f32_to_half_soft(f):
     u = _bits_from_f32(f)
     sign = (u >> np.uint32(16)) & np.uint32(0x8000)
     a = u & np.uint32(0x7FFFFFFF)
@@ -56,6 +91,10 @@ def _f32_to_half(f):
     else:
         out = (a + np.uint32(0xC8000FFF) + ((a >> np.uint32(13)) & np.uint32(1))) >> np.uint32(13)
     return np.uint16(out | sign)
+
+
+_half_to_f32 = _f32_from_half_bits if HARDWARE_HALF else _half_to_f32_soft
+_f32_to_half = _half_bits_from_f32 if HARDWARE_HALF else _f32_to_half_soft
 
 
 @njit(inline="always")
