@@ -22,6 +22,9 @@ from numba import njit, prange
 from ._numba_fp import _load, _store
 from ._plan import BLOCK_ROWS
 
+# Numba's disk cache is keyed on this file's text only: bump when _numba_fp.py changes (2: LLVM half)
+FP_REVISION = 2
+
 # Contraction (a*b + c -> FMA) only, which is what GCC does by default: no reassociation,
 # no reciprocals, no nnan/ninf.  The hot loops vectorize without reassociation (per-lane
 # accumulators), and every rounding is then the C kernels' rounding, whatever LLVM inlines.
