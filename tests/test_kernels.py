@@ -231,3 +231,26 @@ def test_kernel_bits_are_locked(backend):
     changed = sorted(k for k in got if stored.get(k) != got[k])
     assert len(got) == sum(k.startswith(backend + "/") for k in stored)
     assert not changed, f"{len(changed)} of {len(got)} cases changed bits, e.g. {changed[:5]}"
+
+
+@pytest.mark.parametrize("simd", ["baseline", "avx2"])
+def test_non_temporal_stores_change_no_bit(simd, monkeypatch):
+    """Outputs past the caches are written through L1 buffers with streaming stores; forcing that
+    path on the whole bits-lock grid (small, unaligned shapes included) changes no output byte."""
+    from fbnops.kernels import cython_backend
+    from fbnops.kernels._cython import batch_norm
+
+    module = batch_norm
+    if simd == "avx2":
+        if not batch_norm.cpu_has_x86_64_v3():
+            pytest.skip("this CPU cannot run the x86-64-v3 build")
+        from fbnops.kernels._cython import batch_norm_avx2 as module
+    monkeypatch.setattr(cython_backend, "_bn", module)
+    ordinary = lock.compute_bits(("cython",))
+    old = module._set_stream_min_bytes(0)
+    try:
+        streamed = lock.compute_bits(("cython",))
+    finally:
+        module._set_stream_min_bytes(old)
+    changed = sorted(k for k in streamed if ordinary[k] != streamed[k])
+    assert len(streamed) == 312 and not changed, f"{len(changed)} cases changed bits, e.g. {changed[:5]}"

@@ -31,10 +31,14 @@ ROW_ITEM_ELEMS = 32768  # channels-last: target elements per item
 MAX_ROW_ITEMS = 64
 PLANE_ITEM_BYTES = 4 << 20  # channels-first: bytes of (x, dy) per item: about one L2
 MIN_ITEMS = 16  # channels-first: split channels so that few channels still share out
+STREAM_MIN_BYTES = 16 << 20  # outputs this large are written with non-temporal stores (they outgrow L3)
 SERIAL_BELOW = 1 << 15  # below this many elements one thread beats waking a team (~1-2 us per region)
 
 # Emitted into the Cython build as compile-time constants (array bounds need them).
-PXI_CONSTANTS = ("LANES", "MAX_W", "BLOCK_ROWS", "ROW_ITEM_ELEMS", "MAX_ROW_ITEMS", "PLANE_ITEM_BYTES", "MIN_ITEMS")
+PXI_CONSTANTS = (
+    "LANES", "MAX_W", "BLOCK_ROWS", "ROW_ITEM_ELEMS", "MAX_ROW_ITEMS", "PLANE_ITEM_BYTES", "MIN_ITEMS",
+    "STREAM_MIN_BYTES",
+)  # fmt: skip
 PXI_FILE = Path(__file__).parent / "_cython" / "_plan_constants.pxi"
 
 

@@ -12,7 +12,7 @@ from libc.string cimport memcpy
 
 from ._fp cimport fb_bf16, fb_half, load, storage_t, store
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
-from ._plan cimport BLOCK_ROWS, LANES, MAX_W, Plan, make_plan
+from ._plan cimport BLOCK_ROWS, LANES, MAX_W, STREAM_MIN_BYTES, Plan, make_plan
 
 cnp.import_array()
 
@@ -142,8 +142,25 @@ cdef void tile_row_coefficients(const Plan* P, const Params* g, float* tiles) no
 # The driver.
 # ---------------------------------------------------------------------------------------
 
+cdef Py_ssize_t stream_min_bytes = STREAM_MIN_BYTES  # (a test hook sets it: _set_stream_min_bytes)
+
+
+def _set_stream_min_bytes(Py_ssize_t nbytes):
+    """Outputs of at least ``nbytes`` are written with non-temporal stores; returns the old
+    threshold (tests stream small outputs to check that the bits do not change)."""
+    global stream_min_bytes
+    old = stream_min_bytes
+    stream_min_bytes = nbytes
+    return old
+
+
+cdef inline bint streams(const Plan* P, Py_ssize_t itemsize) noexcept nogil:
+    """Whether the output is too large for the caches: written with non-temporal stores."""
+    return P.outer * P.C * P.inner * itemsize >= stream_min_bytes
+
+
 cdef void fused_block(const Plan* P, Params* g, Py_ssize_t item, const Reduce* passes, int npasses,
-                      Apply amode, const storage_t* a, const storage_t* b, storage_t* out) noexcept nogil:
+                      Apply amode, const storage_t* a, const storage_t* b, storage_t* out, bint stream) noexcept nogil:
     """A whole channel block in one item: reduce, coefficients, apply while it is in cache."""
     cdef double s[2 * MAX_W]
     cdef Py_ssize_t c, c0, nch, n0, n1
@@ -153,7 +170,7 @@ cdef void fused_block(const Plan* P, Params* g, Py_ssize_t item, const Reduce* p
         reduce_plane_item(P, passes[p], item, a, b, g.center, s)
         for c in range(nch):
             channel_done(g, p, c0 + c, s[c], s[P.block + c])
-    apply_plane_item(P, g, amode, item, a, b, out)
+    apply_plane_item(P, g, amode, item, a, b, out, stream)
 
 
 cdef enum Region:
@@ -197,6 +214,7 @@ cdef struct Work:
     int npasses         # FUSED: the passes
     Reduce passes[2]
     Apply amode
+    bint stream         # FUSED/APPLY: the output is written with non-temporal stores
 
 
 cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage_t* out,
@@ -204,7 +222,7 @@ cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage
     cdef const Plan* P = w.P
     cdef Py_ssize_t W = P.width
     if w.region == FUSED:
-        fused_block(P, w.g, item, w.passes, w.npasses, w.amode, a, b, out)
+        fused_block(P, w.g, item, w.passes, w.npasses, w.amode, a, b, out, w.stream)
     elif w.region == REDUCE:
         if P.channels_last:
             reduce_row_item(P, w.mode, item, a, b, w.S.tiles + 3 * W,
@@ -212,9 +230,9 @@ cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage
         else:
             reduce_plane_item(P, w.mode, item, a, b, w.g.center, w.S.part + 2 * P.block * item)
     elif P.channels_last:
-        apply_row_item(P, w.amode, item, a, b, out, w.S.tiles)
+        apply_row_item(P, w.amode, item, a, b, out, w.S.tiles, w.stream)
     else:
-        apply_plane_item(P, w.g, w.amode, item, a, b, out)
+        apply_plane_item(P, w.g, w.amode, item, a, b, out, w.stream)
 
 
 cdef void for_items(const Work* w, Py_ssize_t n, int nthreads, const storage_t* a, const storage_t* b,
@@ -241,6 +259,7 @@ cdef inline Work make_work(const Plan* P, Params* g, const Scratch* S, Region re
     w.passes[0] = RED_GRAD
     w.passes[1] = RED_GRAD
     w.amode = APPLY_A
+    w.stream = False
     return w
 
 
@@ -271,6 +290,7 @@ cdef void apply_pass(const Plan* P, Params* g, Apply amode, const Scratch* S, co
                      const storage_t* b, storage_t* out, int nthreads) noexcept nogil:
     cdef Work w = make_work(P, g, S, APPLY)
     w.amode = amode
+    w.stream = streams(P, sizeof(storage_t))
     if P.channels_last:
         tile_row_coefficients(P, g, S.tiles)
     for_items(&w, P.nitems, nthreads, a, b, out)
@@ -281,6 +301,7 @@ cdef void run(const Plan* P, Params* g, const storage_t* a, const storage_t* b, 
     """The whole op: every reduction pass with its finish, then the apply pass."""
     cdef Work w = make_work(P, g, S, FUSED)
     cdef int p
+    w.stream = streams(P, sizeof(storage_t))
     if g.op == GRAD_TRAIN or g.op == GRAD_FROZEN:
         w.passes[0] = RED_GRAD
         w.npasses = 1

@@ -114,4 +114,42 @@ static inline void fb_narrow_half(const float* src, fb_half* dst, ptrdiff_t n) {
 }
 #endif
 
+/* Non-temporal copies of finished output rows.  An output larger than the caches is
+ * written with streaming stores, which skip reading each line into the cache before
+ * writing it (the read-for-ownership of ordinary stores): one memory pass of the
+ * output fewer.  Unaligned head and tail bytes are ordinary stores; fb_stream_fence
+ * orders the streamed stores before anything the thread does next. */
+#if defined(__AVX__)
+#include <immintrin.h>
+static inline void fb_stream_copy(void* dst, const void* src, ptrdiff_t nbytes) {
+    char* d = (char*)dst;
+    const char* s = (const char*)src;
+    ptrdiff_t head = (ptrdiff_t)((32 - ((uintptr_t)d & 31)) & 31);
+    if (head > nbytes) head = nbytes;
+    memcpy(d, s, (size_t)head);
+    d += head; s += head; nbytes -= head;
+    for (; nbytes >= 32; nbytes -= 32, d += 32, s += 32)
+        _mm256_stream_si256((__m256i*)d, _mm256_loadu_si256((const __m256i*)s));
+    memcpy(d, s, (size_t)nbytes);
+}
+static inline void fb_stream_fence(void) { _mm_sfence(); }
+#elif defined(__SSE2__)
+#include <emmintrin.h>
+static inline void fb_stream_copy(void* dst, const void* src, ptrdiff_t nbytes) {
+    char* d = (char*)dst;
+    const char* s = (const char*)src;
+    ptrdiff_t head = (ptrdiff_t)((16 - ((uintptr_t)d & 15)) & 15);
+    if (head > nbytes) head = nbytes;
+    memcpy(d, s, (size_t)head);
+    d += head; s += head; nbytes -= head;
+    for (; nbytes >= 16; nbytes -= 16, d += 16, s += 16)
+        _mm_stream_si128((__m128i*)d, _mm_loadu_si128((const __m128i*)s));
+    memcpy(d, s, (size_t)nbytes);
+}
+static inline void fb_stream_fence(void) { _mm_sfence(); }
+#else
+static inline void fb_stream_copy(void* dst, const void* src, ptrdiff_t nbytes) { memcpy(dst, src, (size_t)nbytes); }
+static inline void fb_stream_fence(void) {}
+#endif
+
 #endif

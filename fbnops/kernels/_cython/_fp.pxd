@@ -17,6 +17,9 @@ cdef extern from "_fp.h" nogil:
     const bint FB_HALF_ROWS
     void fb_widen_half(const fb_half* src, float* dst, Py_ssize_t n)
     void fb_narrow_half(const float* src, fb_half* dst, Py_ssize_t n)
+    # outputs larger than the caches: rows copied out with non-temporal stores (see _fp.h)
+    void fb_stream_copy(void* dst, const void* src, Py_ssize_t nbytes)
+    void fb_stream_fence()
 
 ctypedef fused storage_t:
     float

@@ -1,6 +1,6 @@
 # The innermost loops and the work items of the kernels (included by _batch_norm_impl.pxi).
 
-from ._fp cimport FB_HALF_ROWS, fb_narrow_half, fb_widen_half
+from ._fp cimport FB_HALF_ROWS, fb_narrow_half, fb_stream_copy, fb_stream_fence, fb_widen_half
 
 # ---------------------------------------------------------------------------------------
 # Innermost loops.  All data is processed as rows of W lanes with per-lane tiles
@@ -118,6 +118,36 @@ cdef inline void apply_run(Apply mode, const storage_t* a, const storage_t* b, s
             store(out, i, B * (load(a, i) - m) + K)
 
 
+cdef inline void apply_rows_streamed(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
+                                     Py_ssize_t nrows, Py_ssize_t W, const float* A, const float* B,
+                                     const float* K, const float* m) noexcept nogil:
+    """apply_rows into an L1 buffer, copied out with non-temporal stores (see _fp.h)."""
+    cdef float buf[MAX_W]  # (storage_t is at most 4 bytes)
+    cdef Py_ssize_t r, j, n
+    for r in range(nrows):
+        j = 0
+        while j < W:
+            n = min(<Py_ssize_t> MAX_W, W - j)
+            apply_rows(mode, a + j, b + j, <storage_t*> buf, 1, n, A + j, B + j, K + j, m + j)
+            fb_stream_copy(out + j, buf, n * sizeof(storage_t))
+            j += n
+        a += W
+        b += W
+        out += W
+
+
+cdef inline void apply_run_streamed(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
+                                    Py_ssize_t L, float A, float B, float K, float m) noexcept nogil:
+    """apply_run in pieces through an L1 buffer, copied out with non-temporal stores."""
+    cdef float buf[MAX_W]
+    cdef Py_ssize_t i = 0, n
+    while i < L:
+        n = min(<Py_ssize_t> MAX_W, L - i)
+        apply_run(mode, a + i, b + i, <storage_t*> buf, n, A, B, K, m)
+        fb_stream_copy(out + i, buf, n * sizeof(storage_t))
+        i += n
+
+
 cdef inline void flush(Py_ssize_t W, float* acc, double* part) noexcept nogil:
     cdef Py_ssize_t j
     for j in range(2 * W):
@@ -177,14 +207,20 @@ cdef void reduce_row_item(const Plan* P, Reduce mode, Py_ssize_t item, const sto
 
 
 cdef void apply_row_item(const Plan* P, Apply mode, Py_ssize_t item, const storage_t* a,
-                         const storage_t* b, storage_t* out, const float* tiles) noexcept nogil:
+                         const storage_t* b, storage_t* out, const float* tiles, bint stream) noexcept nogil:
     cdef Py_ssize_t r0, r1, tail, W = P.width
     row_item_bounds(P, item, &r0, &r1, &tail)
-    apply_rows(mode, a + r0 * W, b + r0 * W, out + r0 * W, r1 - r0, W,
-               tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)
-    if tail:
+    if stream:
+        apply_rows_streamed(mode, a + r0 * W, b + r0 * W, out + r0 * W, r1 - r0, W,
+                            tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)
+    else:
+        apply_rows(mode, a + r0 * W, b + r0 * W, out + r0 * W, r1 - r0, W,
+                   tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)
+    if tail:  # (a short last row: ordinary stores)
         apply_rows(mode, a + r1 * W, b + r1 * W, out + r1 * W, 1, tail,
                    tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)
+    if stream:
+        fb_stream_fence()
 
 
 cdef inline void block_bounds(const Plan* P, Py_ssize_t item, Py_ssize_t* c0, Py_ssize_t* nch,
@@ -233,7 +269,7 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
 
 
 cdef void apply_plane_item(const Plan* P, const Params* g, Apply mode, Py_ssize_t item,
-                           const storage_t* a, const storage_t* b, storage_t* out) noexcept nogil:
+                           const storage_t* a, const storage_t* b, storage_t* out, bint stream) noexcept nogil:
     cdef float tiles[4 * MAX_W]
     cdef Py_ssize_t j, c, n, base, c0, nch, n0, n1, span, W = P.width
     block_bounds(P, item, &c0, &nch, &n0, &n1)
@@ -241,7 +277,13 @@ cdef void apply_plane_item(const Plan* P, const Params* g, Apply mode, Py_ssize_
     if P.block == 1:  # large planes: one channel, scalar coefficients (fewer loads per element)
         for n in range(n0, n1):
             base = (n * P.C + c0) * P.inner
-            apply_run(mode, a + base, b + base, out + base, P.inner, g.A[c0], g.B[c0], g.K[c0], g.center[c0])
+            if stream:
+                apply_run_streamed(mode, a + base, b + base, out + base, P.inner, g.A[c0], g.B[c0], g.K[c0],
+                                   g.center[c0])
+            else:
+                apply_run(mode, a + base, b + base, out + base, P.inner, g.A[c0], g.B[c0], g.K[c0], g.center[c0])
+        if stream:
+            fb_stream_fence()
         return
     for c in range(c0, c0 + nch):
         for j in range((c - c0) * P.run, (c - c0 + 1) * P.run):
@@ -251,4 +293,11 @@ cdef void apply_plane_item(const Plan* P, const Params* g, Apply mode, Py_ssize_
             tiles[3 * W + j] = g.center[c]
     for n in range(n0, n1):
         base = (n * P.C + c0) * P.inner
-        apply_rows(mode, a + base, b + base, out + base, 1, span, tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)
+        if stream:
+            apply_rows_streamed(mode, a + base, b + base, out + base, 1, span, tiles, tiles + W, tiles + 2 * W,
+                                tiles + 3 * W)
+        else:
+            apply_rows(mode, a + base, b + base, out + base, 1, span, tiles, tiles + W, tiles + 2 * W,
+                       tiles + 3 * W)
+    if stream:
+        fb_stream_fence()
