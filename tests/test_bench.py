@@ -154,3 +154,16 @@ def test_the_compute_bound_measures_slopes_on_one_thread():
     measured = bound.measure("NHWC", "float32", repeats=3)
     assert set(measured) == {"reduce", "apply", "gradient"}
     assert all(np.isfinite(ns) and np.isfinite(fixed) for ns, fixed in measured.values())
+
+
+def test_tiny_calls_are_timed_against_the_peers_in_alternating_runs():
+    from fbnops.tools.bench.timing import tiny_call_costs
+
+    costs = tiny_call_costs((), repeats=2, calls=20)
+    assert set(costs) == {"grad", "forward"}
+    assert all(c["fbnops_us"] > 0 and not any(k.startswith("ratio_") for k in c) for c in costs.values())
+    lines = report.tiny_lines({"grad": {"fbnops_us": 10.0, "torch_us": 12.5, "ratio_torch": 0.8}})
+    assert lines == [
+        "# tiny (2,4,4,8) grad call: fbnops raw_ops 10.0 us, torch 12.5 us, fbnops/torch 0.80 "
+        "(medians of alternating runs of 1000 calls)"
+    ]

@@ -151,23 +151,21 @@ _PASSED: dict[tuple, dict[str, Any]] = {}
 MAX_REMEMBERED = 1024
 
 
-def _attr_key(value: Any) -> tuple:
-    if type(value) is float:  # -0.0 == 0.0 but can give other results; NaN never matches itself
-        return (float, value, math.copysign(1.0, value))
-    return (type(value), value)
-
-
 def call_signature(surface: str, op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]) -> tuple | None:
     """What the validation of this call on ``surface`` (whose conversions come first) depends
     on, or None if it cannot be remembered."""
-    key: list = [surface, op_type]
-    for name, value in inputs.items():
+    key: list = [surface, op_type, *inputs, *attrs]
+    for value in inputs.values():
         if type(value) is not np.ndarray:
             return None
-        key += (name, value.shape, value.dtype)
+        key += (value.shape, value.dtype)
+    for value in attrs.values():
+        kind = type(value)
+        key += (kind, value)
+        if kind is float:  # -0.0 == 0.0 but can give other results (NaN never matches itself)
+            key.append(math.copysign(1.0, value))
+    signature = tuple(key)
     try:
-        key += [(name, _attr_key(value)) for name, value in attrs.items()]
-        signature = tuple(key)
         hash(signature)
     except TypeError:  # an unhashable attr value: the full path judges it
         return None

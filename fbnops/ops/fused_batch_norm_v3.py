@@ -53,11 +53,11 @@ def running_statistics(
     correction ``n / max(n - 1, 1)`` for the variance only, then
     ``(1 - f) * running + f * batch``.
     """
-    f = np.float32(exponential_avg_factor)
     adjust = _bessel(count)
-    if f == np.float32(1.0):
+    if exponential_avg_factor == 1.0 or np.float32(exponential_avg_factor) == np.float32(1.0):
         return mean.astype(np.float32), (variance * adjust).astype(np.float32, copy=False)
     else:
+        f = np.float32(exponential_avg_factor)
         one_minus_f = np.float32(1.0) - f
         batch_mean = one_minus_f * mean_in + f * mean
         batch_var = one_minus_f * variance_in + (f * adjust) * variance

@@ -4,7 +4,16 @@
 
 cdef int BF16_NUM = np.dtype(ml_dtypes.bfloat16).num
 
-from ._outputs import empty as _empty_output  # large outputs reuse mapped pages (see _outputs.pyx)
+from ._outputs import MIN_BYTES as _POOL_MIN_BYTES
+from ._outputs import empty as _pooled_output  # large outputs reuse mapped pages (see _outputs.pyx)
+
+
+cdef object _empty_output(x):
+    """An uninitialised array like x: the pool's when large, else NumPy's (no Python call)."""
+    cdef cnp.ndarray a = <cnp.ndarray> x
+    if cnp.PyArray_NBYTES(a) < _POOL_MIN_BYTES:
+        return cnp.PyArray_EMPTY(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a), cnp.PyArray_TYPE(a), 0)
+    return _pooled_output(x.shape, x.dtype)
 
 
 cdef int _storage_kind(int type_num) noexcept:
@@ -134,7 +143,7 @@ cdef _call(Op op, x, dy, scale, offset, mean, variance, float epsilon, int num_t
     g.offset = _vector(offset, C, "offset") if offset is not None else NULL
     g.var_in = _vector(variance, C, "variance") if variance is not None else NULL
 
-    out = _empty_output(x.shape, x.dtype)
+    out = _empty_output(x)
     cdef cnp.npy_intp nvec = C
     res0 = cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0)
     res1 = cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0)
@@ -288,7 +297,7 @@ def apply(int amode, x, dy, A, B, K, center, int num_threads=1):
     cdef Py_ssize_t nd = scratch_doubles(&P)
     cdef double* wd = _scratch(nd, scratch_floats(&P))
     cdef Scratch S = carve(&P, wd, <float*> (wd + nd))
-    out = _empty_output(x.shape, x.dtype)
+    out = _empty_output(x)
     cdef void* po = cnp.PyArray_DATA(out)
     try:
         with nogil:

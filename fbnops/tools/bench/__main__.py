@@ -28,7 +28,7 @@ from . import report
 from .accuracy import accuracy
 from .cases import DTYPES, LAYOUTS, OPS, SHAPES, Case, make_cases, parse_shapes
 from .peers import PEERS, fbnops_call, has_module
-from .timing import floor_calls, interleaved, paired_ratio, stream_add, tiny_call_cost
+from .timing import floor_calls, interleaved, paired_ratio, stream_add, tiny_call_costs
 
 DEFAULT_ROUNDS = 9
 
@@ -199,8 +199,9 @@ def run(args, threads: int | None = None) -> int:
             bar.advance()
     print("\n".join(["", *report.summary_lines(rows, peers, tuple(n for n in peers if PEERS[n].backend))]))
     doc = {"machine": info, "rounds": rounds, "peers": peers, "rows": rows}
-    doc["tiny_us"] = tiny_call_cost(repeats=5 if args.quick else 15)
-    print(f"# raw_ops gradient call on a (2,4,4,8) tensor: {doc['tiny_us']:.1f} us (median of runs of 1000 calls)")
+    doc["tiny"] = tiny_call_costs(peers, repeats=5 if args.quick else 15)
+    doc["tiny_us"] = doc["tiny"]["grad"]["fbnops_us"]
+    print("\n".join(report.tiny_lines(doc["tiny"])))
     if not args.quick:
         doc["accuracy"] = accuracy(peers)
         for name, (ds, do) in doc["accuracy"].items():

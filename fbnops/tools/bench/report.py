@@ -202,6 +202,17 @@ def plot(doc: dict, path: str) -> None:
 KNOWN_PEERS = ("torch", "tf", "onednn", "onednn_b8", "ref", "numba")
 
 
+def tiny_lines(tiny: dict) -> list[str]:
+    """The per-call cost of tiny (2,4,4,8) calls, against each peer timed on the same tensor."""
+    lines = []
+    for op, t in tiny.items():
+        peers = "".join(f", {k[:-3]} {v:.1f} us" for k, v in t.items() if k.endswith("_us") and k != "fbnops_us")
+        ratios = "".join(f", fbnops/{k[6:]} {v:.2f}" for k, v in t.items() if k.startswith("ratio_"))
+        lines.append(f"# tiny (2,4,4,8) {op} call: fbnops raw_ops {t['fbnops_us']:.1f} us{peers}{ratios} "
+                     "(medians of alternating runs of 1000 calls)")  # fmt: skip
+    return lines
+
+
 def markdown(doc: dict) -> str:
     """The docs' performance tables: ratio columns headed by what they divide (reads older JSON too)."""
     rows = doc["rows"]
@@ -218,7 +229,10 @@ def markdown(doc: dict) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     if "machine" in doc:
         lines += ["", *(line.removeprefix("# ") + "  " for line in header_lines(doc["machine"], doc["rounds"], peers))]
-    if "tiny_us" in doc:
+    if "tiny" in doc:
+        lines += ["", "Tiny calls, a `(2, 4, 4, 8)` NHWC tensor, end to end (fbnops: the whole `raw_ops` call):", ""]
+        lines += [line.removeprefix("# ") + "  " for line in tiny_lines(doc["tiny"])]
+    elif "tiny_us" in doc:
         lines += ["", f"A `raw_ops` gradient call on a `(2, 4, 4, 8)` tensor: **{doc['tiny_us']:.1f} µs** end to end."]
     if doc.get("accuracy"):
         lines += ["", "Accuracy, `x + 1e4`, `N·H·W = 2^20`, relative error against float64:", "",

@@ -87,25 +87,56 @@ def floor_calls(nbytes: int, threads: int) -> dict[str, Callable]:
     }
 
 
-def tiny_call_cost(repeats: int = 15, calls: int = 1000) -> float:
-    """Median microseconds of one raw_ops gradient call on a (2,4,4,8) tensor."""
+def _tiny_calls(peers) -> dict[str, dict[str, callable]]:
+    """Per op, the zero-argument tiny (2,4,4,8) NHWC calls of fbnops (raw_ops) and of the peers that have one."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 4, 4, 8)).astype(np.float32)
     dy = rng.standard_normal((2, 4, 4, 8)).astype(np.float32)
     v = np.ones(8, np.float32)
     r3 = np.zeros((), np.float32)
+    empty = np.zeros(0, np.float32)
+    calls = {
+        "grad": {"fbnops": lambda: fbnops.raw_ops.FusedBatchNormGradV3(
+            y_backprop=dy, x=x, scale=v, reserve_space_1=v, reserve_space_2=v, reserve_space_3=r3)},
+        "forward": {"fbnops": lambda: fbnops.raw_ops.FusedBatchNormV3(
+            x=x, scale=v, offset=v, mean=empty, variance=empty)},
+    }  # fmt: skip
+    if "torch" in peers:
+        import torch
 
-    def call():
-        fbnops.raw_ops.FusedBatchNormGradV3(
-            y_backprop=dy, x=x, scale=v, reserve_space_1=v, reserve_space_2=v, reserve_space_3=r3
+        tx, tdy = (torch.from_numpy(a).permute(0, 3, 1, 2) for a in (x, dy))  # channels_last memory, as NHWC
+        w, m, s = torch.ones(8), torch.zeros(8), torch.ones(8)
+        calls["grad"]["torch"] = lambda: torch.ops.aten.native_batch_norm_backward(
+            tdy, tx, w, None, None, m, s, True, 1e-4, [True, True, True]
         )
+        calls["forward"]["torch"] = lambda: torch.ops.aten.native_batch_norm(tx, w, m, None, None, True, 0.1, 1e-4)
+    return calls
 
-    for _ in range(min(200, calls)):
-        call()
-    runs = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            call()
-        runs.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(runs)
+
+def tiny_call_costs(peers=(), repeats: int = 15, calls: int = 1000) -> dict[str, dict[str, float]]:
+    """Per op (``grad``, ``forward``): median microseconds per call of fbnops and each peer on a
+    (2,4,4,8) tensor, and ``ratio_<peer>``, the median of the per-run ratios (runs of ``calls``
+    calls, fbnops and the peer alternating, the order rotating)."""
+    result = {}
+    for op, fns in _tiny_calls(peers).items():
+        names = list(fns)
+        for fn in fns.values():
+            for _ in range(min(200, calls)):
+                fn()
+        per_call: dict[str, list[float]] = {k: [] for k in names}
+        for r in range(repeats):
+            for k in names[r % len(names) :] + names[: r % len(names)]:
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    fns[k]()
+                per_call[k].append((time.perf_counter() - t0) / calls * 1e6)
+        out = {f"{k}_us": statistics.median(v) for k, v in per_call.items()}
+        for k in names[1:]:
+            out[f"ratio_{k}"] = statistics.median(a / b for a, b in zip(per_call["fbnops"], per_call[k], strict=True))
+        result[op] = out
+    return result
+
+
+def tiny_call_cost(repeats: int = 15, calls: int = 1000) -> float:
+    """Median microseconds of one raw_ops gradient call on a (2,4,4,8) tensor."""
+    return tiny_call_costs((), repeats, calls)["grad"]["fbnops_us"]
