@@ -103,6 +103,92 @@ static inline void fb_narrow_half(const float* src, fb_half* dst, ptrdiff_t n) {
         _mm_storeu_si128((__m128i*)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_CUR_DIRECTION));
     for (; i < n; i++) dst[i].bits = _cvtss_sh(src[i], _MM_FROUND_CUR_DIRECTION);
 }
+
+/* Rows of float16 reduced and applied straight from memory, 8 lanes at a time: the float32
+ * loops' operations in their order and with GCC's contractions (s0 + g; fma(a - m, g, s1);
+ * fma(d, d, s1); A * fma(B, a - m, b + K); A * b; fma(B, a - m, K)), so the same bits as
+ * the float32 loops on widened rows, without the round trip through L1 buffers.
+ * mode: Reduce (0 grad, 1 sum, 2 squares) or Apply (0 full, 1 A*b, 2 forward). */
+static inline __m256 fb_load_half8(const fb_half* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
+static inline void fb_store_half8(fb_half* p, __m256 v) {
+    _mm_storeu_si128((__m128i*)p, _mm256_cvtps_ph(v, _MM_FROUND_CUR_DIRECTION));
+}
+
+static inline void fb_reduce_half_row(int mode, const fb_half* a, const fb_half* b, ptrdiff_t W, const float* m,
+                                      float* s0, float* s1) {
+    ptrdiff_t j = 0;
+    for (; j + 8 <= W; j += 8) {
+        __m256 x = fb_load_half8(a + j);
+        if (mode == 0) {
+            __m256 g = fb_load_half8(b + j);
+            _mm256_storeu_ps(s0 + j, _mm256_add_ps(_mm256_loadu_ps(s0 + j), g));
+            _mm256_storeu_ps(s1 + j, _mm256_fmadd_ps(_mm256_sub_ps(x, _mm256_loadu_ps(m + j)), g,
+                                                     _mm256_loadu_ps(s1 + j)));
+        } else if (mode == 1) {
+            _mm256_storeu_ps(s0 + j, _mm256_add_ps(_mm256_loadu_ps(s0 + j), x));
+        } else {
+            __m256 d = _mm256_sub_ps(x, _mm256_loadu_ps(m + j));
+            _mm256_storeu_ps(s1 + j, _mm256_fmadd_ps(d, d, _mm256_loadu_ps(s1 + j)));
+        }
+    }
+    for (; j < W; j++) {
+        float x = _cvtsh_ss(a[j].bits);
+        if (mode == 0) {
+            float g = _cvtsh_ss(b[j].bits);
+            s0[j] += g;
+            s1[j] = __builtin_fmaf(x - m[j], g, s1[j]);
+        } else if (mode == 1) {
+            s0[j] += x;
+        } else {
+            float d = x - m[j];
+            s1[j] = __builtin_fmaf(d, d, s1[j]);
+        }
+    }
+}
+
+static inline __m256 fb_apply8(int mode, __m256 x, __m256 g, __m256 A, __m256 B, __m256 K, __m256 m) {
+    if (mode == 0) return _mm256_mul_ps(A, _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), _mm256_add_ps(g, K)));
+    if (mode == 1) return _mm256_mul_ps(A, g);
+    return _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), K);
+}
+
+static inline float fb_apply1(int mode, float x, float g, float A, float B, float K, float m) {
+    if (mode == 0) return A * __builtin_fmaf(B, x - m, g + K);
+    if (mode == 1) return A * g;
+    return __builtin_fmaf(B, x - m, K);
+}
+
+/* Per-lane coefficients (a row of W lanes). */
+static inline void fb_apply_half_row(int mode, const fb_half* a, const fb_half* b, fb_half* out, ptrdiff_t W,
+                                     const float* A, const float* B, const float* K, const float* m) {
+    ptrdiff_t j = 0;
+    for (; j + 8 <= W; j += 8) {
+        __m256 x = mode == 1 ? _mm256_setzero_ps() : fb_load_half8(a + j);
+        __m256 g = mode == 2 ? _mm256_setzero_ps() : fb_load_half8(b + j);
+        fb_store_half8(out + j, fb_apply8(mode, x, g, _mm256_loadu_ps(A + j), _mm256_loadu_ps(B + j),
+                                          _mm256_loadu_ps(K + j), _mm256_loadu_ps(m + j)));
+    }
+    for (; j < W; j++) {
+        float x = mode == 1 ? 0.0f : _cvtsh_ss(a[j].bits), g = mode == 2 ? 0.0f : _cvtsh_ss(b[j].bits);
+        out[j].bits = _cvtss_sh(fb_apply1(mode, x, g, A[j], B[j], K[j], m[j]), _MM_FROUND_CUR_DIRECTION);
+    }
+}
+
+/* One channel's coefficients (a run of L elements of one plane). */
+static inline void fb_apply_half_run(int mode, const fb_half* a, const fb_half* b, fb_half* out, ptrdiff_t L,
+                                     float A, float B, float K, float m) {
+    const __m256 vA = _mm256_set1_ps(A), vB = _mm256_set1_ps(B), vK = _mm256_set1_ps(K), vm = _mm256_set1_ps(m);
+    ptrdiff_t i = 0;
+    for (; i + 8 <= L; i += 8) {
+        __m256 x = mode == 1 ? _mm256_setzero_ps() : fb_load_half8(a + i);
+        __m256 g = mode == 2 ? _mm256_setzero_ps() : fb_load_half8(b + i);
+        fb_store_half8(out + i, fb_apply8(mode, x, g, vA, vB, vK, vm));
+    }
+    for (; i < L; i++) {
+        float x = mode == 1 ? 0.0f : _cvtsh_ss(a[i].bits), g = mode == 2 ? 0.0f : _cvtsh_ss(b[i].bits);
+        out[i].bits = _cvtss_sh(fb_apply1(mode, x, g, A, B, K, m), _MM_FROUND_CUR_DIRECTION);
+    }
+}
 #else
 #define FB_HALF_ROWS 0
 static inline void fb_widen_half(const fb_half* src, float* dst, ptrdiff_t n) {
@@ -112,6 +198,13 @@ static inline void fb_widen_half(const fb_half* src, float* dst, ptrdiff_t n) {
 static inline void fb_narrow_half(const float* src, fb_half* dst, ptrdiff_t n) {
     for (ptrdiff_t i = 0; i < n; i++) dst[i] = fb_f32_to_half(src[i]);
 }
+/* (never called: FB_HALF_ROWS is 0) */
+static inline void fb_reduce_half_row(int mode, const fb_half* a, const fb_half* b, ptrdiff_t W, const float* m,
+                                      float* s0, float* s1) {}
+static inline void fb_apply_half_row(int mode, const fb_half* a, const fb_half* b, fb_half* out, ptrdiff_t W,
+                                     const float* A, const float* B, const float* K, const float* m) {}
+static inline void fb_apply_half_run(int mode, const fb_half* a, const fb_half* b, fb_half* out, ptrdiff_t L,
+                                     float A, float B, float K, float m) {}
 #endif
 
 /* Non-temporal copies of finished output rows.  An output larger than the caches is

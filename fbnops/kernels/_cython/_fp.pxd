@@ -17,6 +17,12 @@ cdef extern from "_fp.h" nogil:
     const bint FB_HALF_ROWS
     void fb_widen_half(const fb_half* src, float* dst, Py_ssize_t n)
     void fb_narrow_half(const float* src, fb_half* dst, Py_ssize_t n)
+    void fb_reduce_half_row(int mode, const fb_half* a, const fb_half* b, Py_ssize_t W, const float* m,
+                            float* s0, float* s1)
+    void fb_apply_half_row(int mode, const fb_half* a, const fb_half* b, fb_half* out, Py_ssize_t W,
+                           const float* A, const float* B, const float* K, const float* m)
+    void fb_apply_half_run(int mode, const fb_half* a, const fb_half* b, fb_half* out, Py_ssize_t L,
+                           float A, float B, float K, float m)
     # outputs larger than the caches: rows copied out with non-temporal stores (see _fp.h)
     void fb_stream_copy(void* dst, const void* src, Py_ssize_t nbytes)
     void fb_stream_fence()

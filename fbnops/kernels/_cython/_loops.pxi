@@ -1,6 +1,6 @@
 # The innermost loops and the work items of the kernels (included by _batch_norm_impl.pxi).
 
-from ._fp cimport FB_HALF_ROWS, fb_narrow_half, fb_stream_copy, fb_stream_fence, fb_widen_half
+from ._fp cimport FB_HALF_ROWS, fb_apply_half_row, fb_apply_half_run, fb_reduce_half_row, fb_stream_copy, fb_stream_fence
 
 # ---------------------------------------------------------------------------------------
 # Innermost loops.  All data is processed as rows of W lanes with per-lane tiles
@@ -9,32 +9,14 @@ from ._fp cimport FB_HALF_ROWS, fb_narrow_half, fb_stream_copy, fb_stream_fence,
 # of whole small planes side by side, or a LANES-wide piece of one large plane.
 # ---------------------------------------------------------------------------------------
 
-cdef inline void widen_operands(Apply mode, const fb_half* a, const fb_half* b, float* wa, float* wb,
-                                Py_ssize_t n) noexcept nogil:
-    """The float16 operands an apply mode reads, widened into float32 buffers."""
-    if mode != APPLY_B:
-        fb_widen_half(a, wa, n)
-    if mode != APPLY_A:
-        fb_widen_half(b, wb, n)
-
-
 cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b, Py_ssize_t nrows,
                              Py_ssize_t W, const float* m, float* s0, float* s1) noexcept nogil:
-    cdef Py_ssize_t r, j, n
+    cdef Py_ssize_t r, j
     cdef float d, g
-    cdef float wa[MAX_W]
-    cdef float wb[MAX_W]
     if storage_t is fb_half:
-        if FB_HALF_ROWS:  # x86-64-v3: each row widened in L1, then the float32 loop (see _fp.h)
+        if FB_HALF_ROWS:  # x86-64-v3: rows converted 8 lanes at a time, in registers (see _fp.h)
             for r in range(nrows):
-                j = 0
-                while j < W:  # channels-last rows can be wider than MAX_W
-                    n = min(<Py_ssize_t> MAX_W, W - j)
-                    fb_widen_half(a + j, wa, n)
-                    if mode == RED_GRAD:
-                        fb_widen_half(b + j, wb, n)
-                    reduce_rows(mode, <const float*> wa, <const float*> wb, 1, n, m + j, s0 + j, s1 + j)
-                    j += n
+                fb_reduce_half_row(mode, a, b, W, m, s0, s1)
                 a += W
                 b += W
             return
@@ -58,20 +40,11 @@ cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b
 cdef inline void apply_rows(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
                             Py_ssize_t nrows, Py_ssize_t W, const float* A, const float* B,
                             const float* K, const float* m) noexcept nogil:
-    cdef Py_ssize_t r, j, n
-    cdef float wa[MAX_W]
-    cdef float wb[MAX_W]
-    cdef float wo[MAX_W]
+    cdef Py_ssize_t r, j
     if storage_t is fb_half:
-        if FB_HALF_ROWS:  # x86-64-v3: rows widened and narrowed in L1 (see _fp.h)
+        if FB_HALF_ROWS:  # x86-64-v3: rows converted 8 lanes at a time, in registers (see _fp.h)
             for r in range(nrows):
-                j = 0
-                while j < W:  # channels-last rows can be wider than MAX_W
-                    n = min(<Py_ssize_t> MAX_W, W - j)
-                    widen_operands(mode, a + j, b + j, wa, wb, n)
-                    apply_rows(mode, <const float*> wa, <const float*> wb, wo, 1, n, A + j, B + j, K + j, m + j)
-                    fb_narrow_half(wo, out + j, n)
-                    j += n
+                fb_apply_half_row(mode, a, b, out, W, A, B, K, m)
                 a += W
                 b += W
                 out += W
@@ -93,19 +66,10 @@ cdef inline void apply_rows(Apply mode, const storage_t* a, const storage_t* b, 
 
 cdef inline void apply_run(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
                            Py_ssize_t L, float A, float B, float K, float m) noexcept nogil:
-    cdef Py_ssize_t i, n
-    cdef float wa[MAX_W]
-    cdef float wb[MAX_W]
-    cdef float wo[MAX_W]
+    cdef Py_ssize_t i
     if storage_t is fb_half:
-        if FB_HALF_ROWS:  # x86-64-v3: pieces of MAX_W widened and narrowed in L1 (see _fp.h)
-            i = 0
-            while i < L:
-                n = min(<Py_ssize_t> MAX_W, L - i)
-                widen_operands(mode, a + i, b + i, wa, wb, n)
-                apply_run(mode, <const float*> wa, <const float*> wb, wo, n, A, B, K, m)
-                fb_narrow_half(wo, out + i, n)
-                i += n
+        if FB_HALF_ROWS:  # x86-64-v3: converted 8 lanes at a time, in registers (see _fp.h)
+            fb_apply_half_run(mode, a, b, out, L, A, B, K, m)
             return
     if mode == APPLY_FULL:
         for i in range(L):
