@@ -1,6 +1,7 @@
 # The innermost loops and the work items of the kernels (included by _batch_norm_impl.pxi).
 
-from ._fp cimport FB_HALF_ROWS, fb_apply_half_row, fb_apply_half_run, fb_reduce_half_row, fb_stream_copy, fb_stream_fence
+from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_row, fb_apply_bf16_run, fb_apply_half_row, fb_apply_half_run,
+                  fb_reduce_half_row, fb_stream_copy, fb_stream_fence)
 
 # ---------------------------------------------------------------------------------------
 # Innermost loops.  All data is processed as rows of W lanes with per-lane tiles
@@ -49,6 +50,14 @@ cdef inline void apply_rows(Apply mode, const storage_t* a, const storage_t* b, 
                 b += W
                 out += W
             return
+    if storage_t is fb_bf16:
+        if FB_BF16_ROWS:  # x86-64-v3: 8 lanes at a time, narrowed with integer vector code (see _fp.h)
+            for r in range(nrows):
+                fb_apply_bf16_row(mode, a, b, out, W, A, B, K, m)
+                a += W
+                b += W
+                out += W
+            return
     for r in range(nrows):
         if mode == APPLY_FULL:
             for j in range(W):
@@ -70,6 +79,10 @@ cdef inline void apply_run(Apply mode, const storage_t* a, const storage_t* b, s
     if storage_t is fb_half:
         if FB_HALF_ROWS:  # x86-64-v3: converted 8 lanes at a time, in registers (see _fp.h)
             fb_apply_half_run(mode, a, b, out, L, A, B, K, m)
+            return
+    if storage_t is fb_bf16:
+        if FB_BF16_ROWS:
+            fb_apply_bf16_run(mode, a, b, out, L, A, B, K, m)
             return
     if mode == APPLY_FULL:
         for i in range(L):
