@@ -139,6 +139,14 @@ def performance_tables() -> str:
     return markdown(json.loads(path.read_text()))
 
 
+def bound_measurement() -> str:
+    """The committed output of ``python -m fbnops.tools.bench.bound`` on the machine of bench.json."""
+    path = Path("docs/assets/bound.txt")
+    if not path.exists():
+        return "*No measurement is committed yet: run* `python -m fbnops.tools.bench.bound > docs/assets/bound.txt`.\n"
+    return "Measured (`python -m fbnops.tools.bench.bound`):\n\n```text\n" + path.read_text().rstrip() + "\n```\n"
+
+
 template = Path("docs/performance.md.in").read_text()
 with mkdocs_gen_files.open("performance.md", "w") as f:
-    f.write(template.replace("{{ tables }}", performance_tables()))
+    f.write(template.replace("{{ tables }}", performance_tables()).replace("{{ bound }}", bound_measurement()))

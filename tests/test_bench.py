@@ -167,3 +167,14 @@ def test_tiny_calls_are_timed_against_the_peers_in_alternating_runs():
         "# tiny (2,4,4,8) grad call: fbnops raw_ops 10.0 us, torch 12.5 us, fbnops/torch 0.80 "
         "(medians of alternating runs of 1000 calls)"
     ]
+
+
+def test_five_d_layouts_split_h_and_reduce_over_every_axis_but_c():
+    for layout, dims in (("NDHWC", (2, 2, 2, 4, 8)), ("NCDHW", (2, 8, 2, 2, 4))):
+        case = Case((2, 4, 4, 8), layout, "float32", "grad")
+        assert case.dims == dims and case.channels_last == (layout == "NDHWC")
+        case.make()
+        x = case.data["x"]
+        axes = tuple(a for a in range(5) if a != (4 if case.channels_last else 1))
+        np.testing.assert_allclose(case.data["mean"], x.mean(axis=axes), rtol=1e-6)
+    assert Case((2, 5, 4, 8), "NDHWC", "float32", "grad").dims == (2, 1, 5, 4, 8)  # odd H: D = 1

@@ -26,7 +26,7 @@ from .._arrays import ArrayFileError, check_writable
 from .._progress import progress
 from . import report
 from .accuracy import accuracy
-from .cases import DTYPES, LAYOUTS, OPS, SHAPES, Case, make_cases, parse_shapes
+from .cases import ALL_LAYOUTS, DTYPES, LAYOUTS, OPS, SHAPES, Case, make_cases, parse_shapes
 from .peers import PEERS, fbnops_call, has_module
 from .timing import floor_calls, interleaved, paired_ratio, stream_add, tiny_call_costs
 
@@ -70,7 +70,7 @@ def add_arguments(p: argparse.ArgumentParser, threads: bool = True) -> None:
     rounds.add_argument("--quick", action="store_true", help="3 rounds, float32 gradient only, no accuracy test")
     p.add_argument("--ops", type=_list(OPS), default=list(OPS), help="grad,forward")
     p.add_argument("--dtypes", type=_list(DTYPES), default=["float32", "bfloat16"], help="float32,bfloat16,float16")
-    p.add_argument("--layouts", type=_list(LAYOUTS), default=list(LAYOUTS), help="NHWC,NCHW")
+    p.add_argument("--layouts", type=_list(ALL_LAYOUTS), default=list(LAYOUTS), help="NHWC,NCHW (also NDHWC,NCDHW)")
     p.add_argument("--shapes", type=_shapes, default=SHAPES, metavar="N,H,W,C;...", help="default: 5 ResNet shapes")
     if threads:
         p.add_argument("--threads", type=positive_int, help="kernel threads of every peer (default: fbnops' default)")

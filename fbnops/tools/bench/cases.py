@@ -9,7 +9,8 @@ import numpy as np
 from ...framework import dtypes
 
 SHAPES = [(32, 56, 56, 64), (32, 28, 28, 128), (32, 14, 14, 256), (32, 7, 7, 512), (16, 112, 112, 64)]
-LAYOUTS = ("NHWC", "NCHW")
+LAYOUTS = ("NHWC", "NCHW")  # the default; the 5-D layouts split H into D=2 planes (same bytes, same channels)
+ALL_LAYOUTS = (*LAYOUTS, "NDHWC", "NCDHW")
 OPS = ("grad", "forward")
 DTYPES = ("float32", "bfloat16", "float16")
 EPS = 1e-4
@@ -33,9 +34,20 @@ class Case:
         return f"{self.op}/{'x'.join(map(str, self.shape))}/{self.layout}/{self.dtype}"
 
     @property
-    def dims(self) -> tuple[int, int, int, int]:
+    def dims(self) -> tuple[int, ...]:
+        """The tensor's shape in its layout; NDHWC/NCDHW have D = 2 when H is even (else 1)."""
         n, h, w, c = self.shape
-        return (n, h, w, c) if self.layout == "NHWC" else (n, c, h, w)
+        d = 2 if h % 2 == 0 else 1
+        return {
+            "NHWC": (n, h, w, c),
+            "NCHW": (n, c, h, w),
+            "NDHWC": (n, d, h // d, w, c),
+            "NCDHW": (n, c, d, h // d, w),
+        }[self.layout]
+
+    @property
+    def channels_last(self) -> bool:
+        return self.layout.endswith("C")
 
     @property
     def nbytes(self) -> int:
@@ -45,7 +57,8 @@ class Case:
         rng = np.random.default_rng(seed)
         dt = dtypes.from_user_name(self.dtype)
         x = rng.standard_normal(self.dims, dtype=np.float32)
-        axes = (0, 1, 2) if self.layout == "NHWC" else (0, 2, 3)
+        ndim = len(self.dims)
+        axes = tuple(a for a in range(ndim) if a != (ndim - 1 if self.channels_last else 1))
         c = self.shape[3]
         self.data = dict(
             x=x.astype(dt),

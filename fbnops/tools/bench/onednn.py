@@ -24,7 +24,8 @@ from .cases import EPS, Case
 
 SOURCE = Path(__file__).resolve().parents[3] / "benchmarks" / "onednn_peer" / "harness.cpp"
 WHEELS = ("onednn-devel-cpu-gomp", "onednn-devel", "onednn-devel-cpu-iomp", "onednn-devel-cpu-tbb")
-LAYOUTS = {"NCHW": 0, "NHWC": 1}
+# 5-D tensors are the 4-D ones with H split in two: the same memory, so the same primitive
+LAYOUTS = {"NCHW": 0, "NHWC": 1, "NCDHW": 0, "NDHWC": 1}
 BLOCKED = 2  # nChw8c
 
 

@@ -68,7 +68,9 @@ def torch_call(case: Case):
 
     def tensor(a):
         t = torch.from_numpy(np.asarray(a, np.float32)).to(tdt)
-        return t.permute(0, 3, 1, 2) if case.layout == "NHWC" else t  # NHWC: channels_last memory
+        if case.channels_last:  # channels-last memory (channels_last / channels_last_3d), N C ... logically
+            return t.permute(0, t.dim() - 1, *range(1, t.dim() - 1))
+        return t
 
     x, dy = tensor(d["x"]), tensor(d["dy"])
     w, b = torch.from_numpy(d["scale"]), torch.from_numpy(d["offset"])
