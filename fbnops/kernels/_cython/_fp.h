@@ -82,27 +82,13 @@ static inline fb_half fb_f32_to_half(float f) {
 }
 #endif
 
-/* Rows of float16 widened into (and narrowed from) float32 buffers.  GCC 12 does not
- * vectorize _Float16 conversions, so in the x86-64-v3 build the kernels convert whole
- * rows 8 at a time here (the same vcvtph2ps / vcvtps2ph, current rounding mode: the same
- * bits) and run their float32 loops on the buffers, which stay in L1.  Elsewhere
- * FB_HALF_ROWS is 0 and the kernels convert element by element. */
-#if defined(__F16C__) && defined(__FLT16_MAX__)  /* as the element conversions above */
+/* x86-64-v3 build: 16-bit rows converted 8 lanes at a time in registers.  GCC 12 does not
+ * vectorize _Float16 conversions (one scalar vcvtph2ps per element), so the kernels call
+ * these row functions instead of their element loops.  Elsewhere FB_HALF_ROWS and
+ * FB_BF16_ROWS are 0 and the kernels convert element by element. */
+#if defined(__F16C__) && defined(__FLT16_MAX__) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define FB_HALF_ROWS 1
-static inline void fb_widen_half(const fb_half* src, float* dst, ptrdiff_t n) {
-    ptrdiff_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(src + i))));
-    for (; i < n; i++) dst[i] = _cvtsh_ss(src[i].bits);
-}
-
-static inline void fb_narrow_half(const float* src, fb_half* dst, ptrdiff_t n) {
-    ptrdiff_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i*)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_CUR_DIRECTION));
-    for (; i < n; i++) dst[i].bits = _cvtss_sh(src[i], _MM_FROUND_CUR_DIRECTION);
-}
 
 /* Rows of float16 reduced and applied straight from memory, 8 lanes at a time: the float32
  * loops' operations in their order and with GCC's contractions (s0 + g; fma(a - m, g, s1);
@@ -243,13 +229,6 @@ static inline void fb_apply_bf16_run(int mode, const fb_bf16* a, const fb_bf16* 
 }
 #else
 #define FB_HALF_ROWS 0
-static inline void fb_widen_half(const fb_half* src, float* dst, ptrdiff_t n) {
-    for (ptrdiff_t i = 0; i < n; i++) dst[i] = fb_half_to_f32(src[i]);
-}
-
-static inline void fb_narrow_half(const float* src, fb_half* dst, ptrdiff_t n) {
-    for (ptrdiff_t i = 0; i < n; i++) dst[i] = fb_f32_to_half(src[i]);
-}
 #define FB_BF16_ROWS 0
 /* (never called: FB_HALF_ROWS and FB_BF16_ROWS are 0) */
 static inline void fb_apply_bf16_row(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, ptrdiff_t W,

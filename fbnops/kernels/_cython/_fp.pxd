@@ -13,10 +13,8 @@ cdef extern from "_fp.h" nogil:
     fb_half fb_f32_to_half(float f)
     float fb_bf16_to_f32(fb_bf16 h)
     fb_bf16 fb_f32_to_bf16(float f)
-    # x86-64-v3: float16 rows are converted a row at a time (see _fp.h)
+    # x86-64-v3: 16-bit rows converted 8 lanes at a time in registers (see _fp.h)
     const bint FB_HALF_ROWS
-    void fb_widen_half(const fb_half* src, float* dst, Py_ssize_t n)
-    void fb_narrow_half(const float* src, fb_half* dst, Py_ssize_t n)
     void fb_reduce_half_row(int mode, const fb_half* a, const fb_half* b, Py_ssize_t W, const float* m,
                             float* s0, float* s1)
     void fb_apply_half_row(int mode, const fb_half* a, const fb_half* b, fb_half* out, Py_ssize_t W,
