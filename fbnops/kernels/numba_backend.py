@@ -14,7 +14,10 @@ parallel call and restored afterwards.
 
 from __future__ import annotations
 
+import warnings
+
 import numba
+import numba.core.errors
 import numpy as np
 
 from ..framework import dtypes
@@ -148,6 +151,12 @@ def warm_up() -> None:
     from ..framework.registry import backend
     from . import stages
 
+    with warnings.catch_warnings():  # Numba's own pedantic IR notes ("please report"), not ours to act on
+        warnings.simplefilter("ignore", numba.core.errors.NumbaIRAssumptionWarning)
+        _compile_all(backend, stages)
+
+
+def _compile_all(backend, stages) -> None:
     rng = np.random.default_rng(0)
     for dt in (dtypes.float32, dtypes.float16, dtypes.bfloat16):
         # small shapes run the serial twins; the last two are past SERIAL_BELOW: the parallel ones
