@@ -248,31 +248,26 @@ static inline void fb_apply_half_run(int mode, const fb_half* a, const fb_half* 
  * writing it (the read-for-ownership of ordinary stores): one memory pass of the
  * output fewer.  Unaligned head and tail bytes are ordinary stores; fb_stream_fence
  * orders the streamed stores before anything the thread does next. */
-#if defined(__AVX__)
+#if defined(__AVX__)  /* one body, the widest vector the build has */
 #include <immintrin.h>
-static inline void fb_stream_copy(void* dst, const void* src, ptrdiff_t nbytes) {
-    char* d = (char*)dst;
-    const char* s = (const char*)src;
-    ptrdiff_t head = (ptrdiff_t)((32 - ((uintptr_t)d & 31)) & 31);
-    if (head > nbytes) head = nbytes;
-    memcpy(d, s, (size_t)head);
-    d += head; s += head; nbytes -= head;
-    for (; nbytes >= 32; nbytes -= 32, d += 32, s += 32)
-        _mm256_stream_si256((__m256i*)d, _mm256_loadu_si256((const __m256i*)s));
-    memcpy(d, s, (size_t)nbytes);
-}
-static inline void fb_stream_fence(void) { _mm_sfence(); }
+#define FB_VEC __m256i
+#define FB_STREAM(d, s) _mm256_stream_si256((__m256i*)(d), _mm256_loadu_si256((const __m256i*)(s)))
 #elif defined(__SSE2__)
 #include <emmintrin.h>
+#define FB_VEC __m128i
+#define FB_STREAM(d, s) _mm_stream_si128((__m128i*)(d), _mm_loadu_si128((const __m128i*)(s)))
+#endif
+#ifdef FB_STREAM
 static inline void fb_stream_copy(void* dst, const void* src, ptrdiff_t nbytes) {
+    const ptrdiff_t V = (ptrdiff_t)sizeof(FB_VEC);
     char* d = (char*)dst;
     const char* s = (const char*)src;
-    ptrdiff_t head = (ptrdiff_t)((16 - ((uintptr_t)d & 15)) & 15);
+    ptrdiff_t head = (V - (ptrdiff_t)((uintptr_t)d & (uintptr_t)(V - 1))) & (V - 1);
     if (head > nbytes) head = nbytes;
     memcpy(d, s, (size_t)head);
     d += head; s += head; nbytes -= head;
-    for (; nbytes >= 16; nbytes -= 16, d += 16, s += 16)
-        _mm_stream_si128((__m128i*)d, _mm_loadu_si128((const __m128i*)s));
+    for (; nbytes >= V; nbytes -= V, d += V, s += V)
+        FB_STREAM(d, s);
     memcpy(d, s, (size_t)nbytes);
 }
 static inline void fb_stream_fence(void) { _mm_sfence(); }
