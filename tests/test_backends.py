@@ -114,3 +114,24 @@ def test_numba_is_a_bitwise_twin_of_cython():
     assert len(cases) == len(lock.CASES) * len(lock.DTYPES) * len(lock.MODES) * len(lock.THREADS)
     differ = [c for c in cases if got["cython/" + c] != got["numba/" + c]]
     assert not differ, f"{len(differ)} of {len(cases)} cases differ, e.g. {differ[:5]}"
+
+
+def test_numba_read_only_inputs_share_the_compiled_specialization():
+    """Read-only and writeable inputs reach the Numba kernels typed alike (read-only views), so a
+    caller's frozen arrays use what warm_up compiled and cached instead of compiling anew."""
+    if "numba" not in fbnops.available_backends():
+        pytest.skip("backend 'numba' not available in this install (pip install 'fbnops[numba]')")
+    from fbnops.kernels import _numba_loops as loops
+    from fbnops.kernels import numba_backend as nb
+
+    x = np.random.default_rng(0).standard_normal((4, 8, 16)).astype(np.float32)
+    v = np.ones(8, np.float32)
+    nb.batch_norm_grad(x, x, v, v, v, epsilon=1e-3, is_training=True)
+    before = len(loops.drive[0].signatures)
+    frozen = [a.copy() for a in (x, v)]
+    for a in frozen:
+        a.flags.writeable = False
+    out = nb.batch_norm_grad(frozen[0], frozen[0], frozen[1], frozen[1], frozen[1], epsilon=1e-3, is_training=True)
+    assert len(loops.drive[0].signatures) == before, loops.drive[0].signatures[before:]
+    ref = nb.batch_norm_grad(x, x, v, v, v, epsilon=1e-3, is_training=True)
+    assert all(np.array_equal(a, b) for a, b in zip(out, ref))

@@ -43,6 +43,21 @@ def _storage(x: np.ndarray) -> np.ndarray:
     return x.reshape(-1).view(np.uint16 if x.dtype == dtypes.float16 else np.int16)
 
 
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """A read-only view of an input.  Numba types read-only arrays apart from writeable ones,
+    so inputs are always passed read-only: one compiled specialization (and one disk-cache
+    entry, the one warm_up fills) serves callers' writeable and read-only arrays alike."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
+def _inputs(x, dy):
+    """The storage of x and of dy (x again where the op has no dy), read-only."""
+    a = _frozen(_storage(x))
+    return a, (_frozen(_storage(dy)) if dy is not None else a)
+
+
 def _launch(twins, nelems: int, *args):
     """Run a region (or the driver): its serial twin on one thread (no thread pool touched),
     else the parallel one with Numba's thread count set for the call and restored after."""
@@ -68,16 +83,16 @@ def _partials(p, center):
 
 def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
     outer, C, inner = x.shape
-    a = _storage(x)
-    b = _storage(dy) if dy is not None else a
+    a, b = _inputs(x, dy)
     out_arr = outputs.empty_like(x)
     out = _storage(out_arr)
     p = plan(outer, C, inner, x.dtype.itemsize)
     n = float(outer) * float(inner)
     eps = np.float32(epsilon)
     res0, res1, A, B, K = (_zeros(C) for _ in range(5))
-    offset = offset if offset is not None else _zeros(C)
-    variance = variance if variance is not None else _zeros(C)
+    scale = _frozen(scale)
+    offset = _frozen(offset if offset is not None else _zeros(C))
+    variance = _frozen(variance if variance is not None else _zeros(C))
     center = (_zeros(C) if op == FWD_TRAIN else mean).copy()
     args = (a, b, out, op, p, min(p.nitems, MAX_CHUNKS), n, eps, scale, offset, variance, center, res0, res1, A, B, K)
     _launch(loops.drive, x.size, *args)
@@ -104,9 +119,8 @@ def batch_norm(x, scale, offset, mean, variance, *, epsilon, is_training):
 
 def reduce_totals(mode, x, dy, center, rows_per_sample):
     outer, C, inner = x.shape
-    a = _storage(x)
-    b = _storage(dy) if dy is not None else a
-    center = center if center is not None else _zeros(C)
+    a, b = _inputs(x, dy)
+    center = _frozen(center if center is not None else _zeros(C))
     p = plan(rows_per_sample or outer, C, inner, x.dtype.itemsize)
     part, m_tile = _partials(p, center)
     if not rows_per_sample:
@@ -124,8 +138,9 @@ def reduce_totals(mode, x, dy, center, rows_per_sample):
 def finish(op, s0, s1, count, epsilon, scale, offset, variance, center):
     C = scale.shape[0]
     res0, res1, A, B, K = (_zeros(C) for _ in range(5))
-    offset = offset if offset is not None else _zeros(C)
-    variance = variance if variance is not None else _zeros(C)
+    s0, s1, scale = _frozen(s0), _frozen(s1), _frozen(scale)
+    offset = _frozen(offset if offset is not None else _zeros(C))
+    variance = _frozen(variance if variance is not None else _zeros(C))
     center = _zeros(C) if op == FWD_TRAIN else center.copy()
     eps = np.float32(epsilon)
     for q in range(2 if op == FWD_TRAIN else 1):
@@ -135,8 +150,8 @@ def finish(op, s0, s1, count, epsilon, scale, offset, variance, center):
 
 def apply(amode, x, dy, A, B, K, center):
     outer, C, inner = x.shape
-    a = _storage(x)
-    b = _storage(dy) if dy is not None else a
+    a, b = _inputs(x, dy)
+    A, B, K, center = (_frozen(v) for v in (A, B, K, center))
     out_arr = outputs.empty_like(x)
     p = plan(outer, C, inner, x.dtype.itemsize)
     tiles = loops.tile(p, A, B, K, center) if p.channels_last else np.empty((4, 1), np.float32)
