@@ -134,4 +134,4 @@ def test_numba_read_only_inputs_share_the_compiled_specialization():
     out = nb.batch_norm_grad(frozen[0], frozen[0], frozen[1], frozen[1], frozen[1], epsilon=1e-3, is_training=True)
     assert len(loops.drive[0].signatures) == before, loops.drive[0].signatures[before:]
     ref = nb.batch_norm_grad(x, x, v, v, v, epsilon=1e-3, is_training=True)
-    assert all(np.array_equal(a, b) for a, b in zip(out, ref))
+    assert all(np.array_equal(a, b) for a, b in zip(out, ref, strict=True))
