@@ -83,105 +83,23 @@ static inline fb_half fb_f32_to_half(float f) {
 #endif
 
 /* x86-64-v3 build: 16-bit rows converted 8 lanes at a time in registers.  GCC 12 does not
- * vectorize _Float16 conversions (one scalar vcvtph2ps per element), so the kernels call
- * these row functions instead of their element loops.  Elsewhere FB_HALF_ROWS and
- * FB_BF16_ROWS are 0 and the kernels convert element by element. */
+ * vectorize _Float16 conversions (one scalar vcvtph2ps per element) and narrows to bfloat16
+ * at about twice the instructions, so the kernels call these row functions instead of their
+ * element loops.  Elsewhere FB_HALF_ROWS and FB_BF16_ROWS are 0 and the kernels convert
+ * element by element. */
 #if defined(__F16C__) && defined(__FLT16_MAX__) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define FB_HALF_ROWS 1
+#define FB_BF16_ROWS 1
 
-/* Rows of float16 reduced and applied straight from memory, 8 lanes at a time: the float32
- * loops' operations in their order and with GCC's contractions (s0 + g; fma(a - m, g, s1);
- * fma(d, d, s1); A * fma(B, a - m, b + K); A * b; fma(B, a - m, K)), so the same bits as
- * the float32 loops on widened rows, without the round trip through L1 buffers.
- * mode: Reduce (0 grad, 1 sum, 2 squares) or Apply (0 full, 1 A*b, 2 forward). */
+/* 8 lanes widened and narrowed.  float16: the F16C instructions.  bfloat16: widening is a
+ * zero-extend and a shift; narrowing is fb_f32_to_bf16's rounding (nearest even, NaN ->
+ * quiet NaN of the same sign) on 8 lanes, then a pack. */
 static inline __m256 fb_load_half8(const fb_half* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
 static inline void fb_store_half8(fb_half* p, __m256 v) {
     _mm_storeu_si128((__m128i*)p, _mm256_cvtps_ph(v, _MM_FROUND_CUR_DIRECTION));
 }
 
-static inline void fb_reduce_half_row(int mode, const fb_half* a, const fb_half* b, ptrdiff_t W, const float* m,
-                                      float* s0, float* s1) {
-    ptrdiff_t j = 0;
-    for (; j + 8 <= W; j += 8) {
-        __m256 x = fb_load_half8(a + j);
-        if (mode == 0) {
-            __m256 g = fb_load_half8(b + j);
-            _mm256_storeu_ps(s0 + j, _mm256_add_ps(_mm256_loadu_ps(s0 + j), g));
-            _mm256_storeu_ps(s1 + j, _mm256_fmadd_ps(_mm256_sub_ps(x, _mm256_loadu_ps(m + j)), g,
-                                                     _mm256_loadu_ps(s1 + j)));
-        } else if (mode == 1) {
-            _mm256_storeu_ps(s0 + j, _mm256_add_ps(_mm256_loadu_ps(s0 + j), x));
-        } else {
-            __m256 d = _mm256_sub_ps(x, _mm256_loadu_ps(m + j));
-            _mm256_storeu_ps(s1 + j, _mm256_fmadd_ps(d, d, _mm256_loadu_ps(s1 + j)));
-        }
-    }
-    for (; j < W; j++) {
-        float x = _cvtsh_ss(a[j].bits);
-        if (mode == 0) {
-            float g = _cvtsh_ss(b[j].bits);
-            s0[j] += g;
-            s1[j] = __builtin_fmaf(x - m[j], g, s1[j]);
-        } else if (mode == 1) {
-            s0[j] += x;
-        } else {
-            float d = x - m[j];
-            s1[j] = __builtin_fmaf(d, d, s1[j]);
-        }
-    }
-}
-
-static inline __m256 fb_apply8(int mode, __m256 x, __m256 g, __m256 A, __m256 B, __m256 K, __m256 m) {
-    if (mode == 0) return _mm256_mul_ps(A, _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), _mm256_add_ps(g, K)));
-    if (mode == 1) return _mm256_mul_ps(A, g);
-    return _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), K);
-}
-
-static inline float fb_apply1(int mode, float x, float g, float A, float B, float K, float m) {
-    if (mode == 0) return A * __builtin_fmaf(B, x - m, g + K);
-    if (mode == 1) return A * g;
-    return __builtin_fmaf(B, x - m, K);
-}
-
-/* Per-lane coefficients (a row of W lanes). */
-static inline void fb_apply_half_row(int mode, const fb_half* a, const fb_half* b, fb_half* out, ptrdiff_t W,
-                                     const float* A, const float* B, const float* K, const float* m) {
-    ptrdiff_t j = 0;
-    for (; j + 8 <= W; j += 8) {
-        __m256 x = mode == 1 ? _mm256_setzero_ps() : fb_load_half8(a + j);
-        __m256 g = mode == 2 ? _mm256_setzero_ps() : fb_load_half8(b + j);
-        fb_store_half8(out + j, fb_apply8(mode, x, g, _mm256_loadu_ps(A + j), _mm256_loadu_ps(B + j),
-                                          _mm256_loadu_ps(K + j), _mm256_loadu_ps(m + j)));
-    }
-    for (; j < W; j++) {
-        float x = mode == 1 ? 0.0f : _cvtsh_ss(a[j].bits), g = mode == 2 ? 0.0f : _cvtsh_ss(b[j].bits);
-        out[j].bits = _cvtss_sh(fb_apply1(mode, x, g, A[j], B[j], K[j], m[j]), _MM_FROUND_CUR_DIRECTION);
-    }
-}
-
-/* One channel's coefficients (a run of L elements of one plane). */
-static inline void fb_apply_half_run(int mode, const fb_half* a, const fb_half* b, fb_half* out, ptrdiff_t L,
-                                     float A, float B, float K, float m) {
-    const __m256 vA = _mm256_set1_ps(A), vB = _mm256_set1_ps(B), vK = _mm256_set1_ps(K), vm = _mm256_set1_ps(m);
-    ptrdiff_t i = 0;
-    for (; i + 8 <= L; i += 8) {
-        __m256 x = mode == 1 ? _mm256_setzero_ps() : fb_load_half8(a + i);
-        __m256 g = mode == 2 ? _mm256_setzero_ps() : fb_load_half8(b + i);
-        fb_store_half8(out + i, fb_apply8(mode, x, g, vA, vB, vK, vm));
-    }
-    for (; i < L; i++) {
-        float x = mode == 1 ? 0.0f : _cvtsh_ss(a[i].bits), g = mode == 2 ? 0.0f : _cvtsh_ss(b[i].bits);
-        out[i].bits = _cvtss_sh(fb_apply1(mode, x, g, A, B, K, m), _MM_FROUND_CUR_DIRECTION);
-    }
-}
-
-/* bfloat16 rows applied straight from memory likewise (AVX2): widening is a zero-extend and
- * a shift; narrowing is fb_f32_to_bf16's rounding (nearest even, NaN -> quiet NaN of the same
- * sign) on 8 lanes, then a pack.  GCC vectorizes the element code, at about twice the
- * instructions for the 32 -> 16 bit narrowing.  (The reduction reads bfloat16 fast enough
- * element by element: a shift per element.) */
-#define FB_BF16_ROWS 1
 static inline __m256 fb_load_bf16x8(const fb_bf16* p) {
     __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
@@ -198,50 +116,97 @@ static inline void fb_store_bf16x8(fb_bf16* p, __m256 v) {
     _mm_storeu_si128((__m128i*)p, _mm256_castsi256_si128(packed));
 }
 
-static inline void fb_apply_bf16_row(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, ptrdiff_t W,
-                                     const float* A, const float* B, const float* K, const float* m) {
-    ptrdiff_t j = 0;
-    for (; j + 8 <= W; j += 8) {
-        __m256 x = mode == 1 ? _mm256_setzero_ps() : fb_load_bf16x8(a + j);
-        __m256 g = mode == 2 ? _mm256_setzero_ps() : fb_load_bf16x8(b + j);
-        fb_store_bf16x8(out + j, fb_apply8(mode, x, g, _mm256_loadu_ps(A + j), _mm256_loadu_ps(B + j),
-                                           _mm256_loadu_ps(K + j), _mm256_loadu_ps(m + j)));
-    }
-    for (; j < W; j++) {
-        float x = mode == 1 ? 0.0f : fb_bf16_to_f32(a[j]), g = mode == 2 ? 0.0f : fb_bf16_to_f32(b[j]);
-        out[j] = fb_f32_to_bf16(fb_apply1(mode, x, g, A[j], B[j], K[j], m[j]));
+/* The float32 loops' operations in their order and with GCC's contractions, so the same
+ * bits as the float32 loops on widened rows.  Reduce mode: 0 grad (s0 + g; fma(a - m, g,
+ * s1)), 1 sum (s0 + a), 2 squares (fma(d, d, s1)).  Apply mode: 0 full (A * fma(B, a - m,
+ * b + K)), 1 A * b, 2 forward (fma(B, a - m, K)). */
+static inline void fb_reduce8(int mode, __m256 x, __m256 g, __m256 m, float* s0, float* s1) {
+    if (mode == 0) {
+        _mm256_storeu_ps(s0, _mm256_add_ps(_mm256_loadu_ps(s0), g));
+        _mm256_storeu_ps(s1, _mm256_fmadd_ps(_mm256_sub_ps(x, m), g, _mm256_loadu_ps(s1)));
+    } else if (mode == 1) {
+        _mm256_storeu_ps(s0, _mm256_add_ps(_mm256_loadu_ps(s0), x));
+    } else {
+        __m256 d = _mm256_sub_ps(x, m);
+        _mm256_storeu_ps(s1, _mm256_fmadd_ps(d, d, _mm256_loadu_ps(s1)));
     }
 }
 
-static inline void fb_apply_bf16_run(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, ptrdiff_t L,
-                                     float A, float B, float K, float m) {
-    const __m256 vA = _mm256_set1_ps(A), vB = _mm256_set1_ps(B), vK = _mm256_set1_ps(K), vm = _mm256_set1_ps(m);
-    ptrdiff_t i = 0;
-    for (; i + 8 <= L; i += 8) {
-        __m256 x = mode == 1 ? _mm256_setzero_ps() : fb_load_bf16x8(a + i);
-        __m256 g = mode == 2 ? _mm256_setzero_ps() : fb_load_bf16x8(b + i);
-        fb_store_bf16x8(out + i, fb_apply8(mode, x, g, vA, vB, vK, vm));
-    }
-    for (; i < L; i++) {
-        float x = mode == 1 ? 0.0f : fb_bf16_to_f32(a[i]), g = mode == 2 ? 0.0f : fb_bf16_to_f32(b[i]);
-        out[i] = fb_f32_to_bf16(fb_apply1(mode, x, g, A, B, K, m));
+static inline void fb_reduce1(int mode, float x, float g, float m, float* s0, float* s1) {
+    if (mode == 0) {
+        *s0 += g;
+        *s1 = __builtin_fmaf(x - m, g, *s1);
+    } else if (mode == 1) {
+        *s0 += x;
+    } else {
+        *s1 = __builtin_fmaf(x - m, x - m, *s1);
     }
 }
+
+static inline __m256 fb_apply8(int mode, __m256 x, __m256 g, __m256 A, __m256 B, __m256 K, __m256 m) {
+    if (mode == 0) return _mm256_mul_ps(A, _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), _mm256_add_ps(g, K)));
+    if (mode == 1) return _mm256_mul_ps(A, g);
+    return _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), K);
+}
+
+static inline float fb_apply1(int mode, float x, float g, float A, float B, float K, float m) {
+    if (mode == 0) return A * __builtin_fmaf(B, x - m, g + K);
+    if (mode == 1) return A * g;
+    return __builtin_fmaf(B, x - m, K);
+}
+
+/* The row functions of one 16-bit type T, 8 lanes at a time, then the tail element by
+ * element: fb_reduce_NAME_row (a row of n lanes into the lane accumulators s0, s1),
+ * fb_apply_NAME_row (per-lane coefficients) and fb_apply_NAME_run (one channel's). */
+#define FB_APPLY_LOOP(LOAD8, STORE8, LOAD1, STORE1, COEF8, COEF1)                                       \
+    ptrdiff_t i = 0;                                                                                   \
+    for (; i + 8 <= n; i += 8) {                                                                       \
+        __m256 x = mode == 1 ? _mm256_setzero_ps() : LOAD8(a + i);                                     \
+        __m256 g = mode == 2 ? _mm256_setzero_ps() : LOAD8(b + i);                                     \
+        STORE8(out + i, fb_apply8(mode, x, g, COEF8(A, i), COEF8(B, i), COEF8(K, i), COEF8(m, i)));     \
+    }                                                                                                  \
+    for (; i < n; i++) {                                                                               \
+        float x = mode == 1 ? 0.0f : LOAD1(a[i]), g = mode == 2 ? 0.0f : LOAD1(b[i]);                  \
+        out[i] = STORE1(fb_apply1(mode, x, g, COEF1(A, i), COEF1(B, i), COEF1(K, i), COEF1(m, i)));     \
+    }
+#define FB_LANE8(v, i) _mm256_loadu_ps((v) + (i))
+#define FB_LANE1(v, i) (v)[i]
+#define FB_CHANNEL8(v, i) _mm256_set1_ps(v)
+#define FB_CHANNEL1(v, i) (v)
+#define FB_ROWS_16(T, NAME, LOAD8, STORE8, LOAD1, STORE1)                                              \
+    static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,           \
+                                              const float* m, float* s0, float* s1) {                 \
+        ptrdiff_t i = 0;                                                                               \
+        for (; i + 8 <= n; i += 8)                                                                     \
+            fb_reduce8(mode, LOAD8(a + i), mode == 0 ? LOAD8(b + i) : _mm256_setzero_ps(),             \
+                       _mm256_loadu_ps(m + i), s0 + i, s1 + i);                                        \
+        for (; i < n; i++)                                                                             \
+            fb_reduce1(mode, LOAD1(a[i]), mode == 0 ? LOAD1(b[i]) : 0.0f, m[i], s0 + i, s1 + i);       \
+    }                                                                                                  \
+    static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n,    \
+                                             const float* A, const float* B, const float* K,          \
+                                             const float* m) {                                        \
+        FB_APPLY_LOOP(LOAD8, STORE8, LOAD1, STORE1, FB_LANE8, FB_LANE1)                                \
+    }                                                                                                  \
+    static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n,    \
+                                             float A, float B, float K, float m) {                    \
+        FB_APPLY_LOOP(LOAD8, STORE8, LOAD1, STORE1, FB_CHANNEL8, FB_CHANNEL1)                          \
+    }
 #else
 #define FB_HALF_ROWS 0
 #define FB_BF16_ROWS 0
 /* (never called: FB_HALF_ROWS and FB_BF16_ROWS are 0) */
-static inline void fb_apply_bf16_row(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, ptrdiff_t W,
-                                     const float* A, const float* B, const float* K, const float* m) {}
-static inline void fb_apply_bf16_run(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, ptrdiff_t L,
-                                     float A, float B, float K, float m) {}
-static inline void fb_reduce_half_row(int mode, const fb_half* a, const fb_half* b, ptrdiff_t W, const float* m,
-                                      float* s0, float* s1) {}
-static inline void fb_apply_half_row(int mode, const fb_half* a, const fb_half* b, fb_half* out, ptrdiff_t W,
-                                     const float* A, const float* B, const float* K, const float* m) {}
-static inline void fb_apply_half_run(int mode, const fb_half* a, const fb_half* b, fb_half* out, ptrdiff_t L,
-                                     float A, float B, float K, float m) {}
+#define FB_ROWS_16(T, NAME, LOAD8, STORE8, LOAD1, STORE1)                                              \
+    static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,           \
+                                              const float* m, float* s0, float* s1) {}                \
+    static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n,    \
+                                             const float* A, const float* B, const float* K,          \
+                                             const float* m) {}                                       \
+    static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n,    \
+                                             float A, float B, float K, float m) {}
 #endif
+FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_half_to_f32, fb_f32_to_half)
+FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_bf16_to_f32, fb_f32_to_bf16)
 
 /* Non-temporal copies of finished output rows.  An output larger than the caches is
  * written with streaming stores, which skip reading each line into the cache before

@@ -22,6 +22,8 @@ cdef extern from "_fp.h" nogil:
     void fb_apply_half_run(int mode, const fb_half* a, const fb_half* b, fb_half* out, Py_ssize_t L,
                            float A, float B, float K, float m)
     const bint FB_BF16_ROWS
+    void fb_reduce_bf16_row(int mode, const fb_bf16* a, const fb_bf16* b, Py_ssize_t W, const float* m,
+                            float* s0, float* s1)
     void fb_apply_bf16_row(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, Py_ssize_t W,
                            const float* A, const float* B, const float* K, const float* m)
     void fb_apply_bf16_run(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, Py_ssize_t L,

@@ -1,7 +1,7 @@
 # The innermost loops and the work items of the kernels (included by _batch_norm_impl.pxi).
 
 from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_row, fb_apply_bf16_run, fb_apply_half_row, fb_apply_half_run,
-                  fb_reduce_half_row, fb_stream_copy, fb_stream_fence)
+                  fb_reduce_bf16_row, fb_reduce_half_row, fb_stream_copy, fb_stream_fence)
 
 # ---------------------------------------------------------------------------------------
 # Innermost loops.  All data is processed as rows of W lanes with per-lane tiles
@@ -18,6 +18,13 @@ cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b
         if FB_HALF_ROWS:  # x86-64-v3: rows converted 8 lanes at a time, in registers (see _fp.h)
             for r in range(nrows):
                 fb_reduce_half_row(mode, a, b, W, m, s0, s1)
+                a += W
+                b += W
+            return
+    if storage_t is fb_bf16:
+        if FB_BF16_ROWS:
+            for r in range(nrows):
+                fb_reduce_bf16_row(mode, a, b, W, m, s0, s1)
                 a += W
                 b += W
             return
