@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import _pbtxt, dtypes, memory
+from ._pbtxt_schema import OPAQUE, Schema, Typed, type_message
 from .errors import InvalidArgumentError, NotFoundError, OpError
 from .registry import get_op_def
 from .tensor import parse_tensor_name
@@ -43,8 +44,8 @@ _VALUE_FIELD = {  # TensorProto: the one repeated field that holds each dtype's 
 }
 
 # The messages of a GraphDef that fbnops reads: message type -> field -> (value type, repeated).
-SCHEMA: _pbtxt.Schema = {
-    "GraphDef": {"node": ("NodeDef", True), "versions": ("VersionDef", False), "library": (_pbtxt.OPAQUE, False)},
+SCHEMA: Schema = {
+    "GraphDef": {"node": ("NodeDef", True), "versions": ("VersionDef", False), "library": (OPAQUE, False)},
     "VersionDef": {"producer": ("int32", False), "min_consumer": ("int32", False), "bad_consumers": ("int32", True)},
     "NodeDef": {
         "name": ("string", False),
@@ -52,7 +53,7 @@ SCHEMA: _pbtxt.Schema = {
         "input": ("string", True),
         "device": ("string", False),
         "attr": ("AttrEntry", True),
-        "experimental_debug_info": (_pbtxt.OPAQUE, False),
+        "experimental_debug_info": (OPAQUE, False),
     },
     "AttrEntry": {"key": ("string", False), "value": ("AttrValue", False)},
     "AttrValue": {
@@ -145,7 +146,7 @@ def graph_to_pbtxt(graph: Any, include_kernel_labels: bool = False) -> str:
 # ------------------------------------------------------------------------------------ import
 
 
-def _shape(msg: _pbtxt.Typed | None) -> tuple | None:
+def _shape(msg: Typed | None) -> tuple | None:
     if msg is None:
         return ()
     if msg.get("unknown_rank", False):
@@ -153,7 +154,7 @@ def _shape(msg: _pbtxt.Typed | None) -> tuple | None:
     return tuple(None if d.get("size", 0) < 0 else d.get("size", 0) for d in msg.all("dim"))
 
 
-def _tensor(msg: _pbtxt.Typed, budget: list[int]) -> np.ndarray:
+def _tensor(msg: Typed, budget: list[int]) -> np.ndarray:
     """A TensorProto's value, refusing what cannot fit before allocating (TF's FromProto rules)."""
     dt_name = msg.require("dtype")
     dt = _DT[dt_name][1]
@@ -207,7 +208,7 @@ _KIND_NAMES = {
 }
 
 
-def _attr(entry: _pbtxt.Typed, kinds: dict[str, str], node: str, op_type: str, budget: list[int]) -> tuple[str, Any]:
+def _attr(entry: Typed, kinds: dict[str, str], node: str, op_type: str, budget: list[int]) -> tuple[str, Any]:
     key = entry.require("key")
     value = entry.require("value")
     given = list(value.values)
@@ -232,7 +233,7 @@ def _attr(entry: _pbtxt.Typed, kinds: dict[str, str], node: str, op_type: str, b
     return key, decoded
 
 
-def _topological(nodes: list[_pbtxt.Typed], index: dict[str, int], refs: list[list]) -> list[int]:
+def _topological(nodes: list[Typed], index: dict[str, int], refs: list[list]) -> list[int]:
     """Kahn's algorithm, smallest text position first (a graph written in order imports in order)."""
     users: list[list[int]] = [[] for _ in nodes]
     waiting = [0] * len(nodes)
@@ -262,7 +263,7 @@ def _topological(nodes: list[_pbtxt.Typed], index: dict[str, int], refs: list[li
     return order
 
 
-def _parse_inputs(node: _pbtxt.Typed, name: str, index: dict[str, int]) -> list:
+def _parse_inputs(node: Typed, name: str, index: dict[str, int]) -> list:
     refs = []
     for ref, line, col in node.values.get("input", []):
         try:
@@ -277,7 +278,7 @@ def _parse_inputs(node: _pbtxt.Typed, name: str, index: dict[str, int]) -> list:
     return refs
 
 
-def _prepare(gdef: _pbtxt.Typed) -> list[tuple]:
+def _prepare(gdef: Typed) -> list[tuple]:
     """Every node checked and decoded, in topological order: ``(node, name, op_type, refs, attrs, label)``."""
     nodes = gdef.all("node")
     index: dict[str, int] = {}
@@ -331,7 +332,7 @@ def _build(plan: list[tuple], graph: Any) -> None:
 def graph_from_pbtxt(text: str, graph: Any, source: str = "<pbtxt>") -> Any:
     """Add the nodes of GraphDef ``text`` to ``graph``, all or none (TensorFlow's ImportGraphDef is
     atomic too); every error names ``source:line:col``."""
-    plan = _prepare(_pbtxt.type_message(_pbtxt.parse(text, source), "GraphDef", SCHEMA, source, _ENUMS))
+    plan = _prepare(type_message(_pbtxt.parse(text, source), "GraphDef", SCHEMA, source, _ENUMS))
     for node, name, *_ in plan:
         if graph.operation(name) is not None:
             raise node.error(f"Duplicate node name in graph: '{name}' (already in the graph imported into)")
