@@ -352,24 +352,8 @@ def fused_region(a, b, out, op, p, nchunks, n, eps, scale, offset, var_in, cente
                 mode = RED_GRAD if op != FWD_TRAIN else (RED_SUM if q == 0 else RED_SQ)
                 _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums)
                 for c in range(nch):
-                    _channel_done(
-                        op,
-                        q,
-                        c0 + c,
-                        sums[0, c],
-                        sums[1, c],
-                        n,
-                        eps,
-                        scale,
-                        offset,
-                        var_in,
-                        center,
-                        res0,
-                        res1,
-                        A,
-                        B,
-                        K,
-                    )
+                    _channel_done(op, q, c0 + c, sums[0, c], sums[1, c], n, eps,
+                                  scale, offset, var_in, center, res0, res1, A, B, K)  # fmt: skip
             amode = APPLY_A if op == FWD_TRAIN else (APPLY_FULL if op == GRAD_TRAIN else APPLY_B)
             _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles)
 
