@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import glob
 import importlib.util
-import time
 
 import numpy as np
 
 from fbnops.framework import dtypes
+from fbnops.tools.bench.bound import median_seconds
 
 # (layout, (outer, C, inner)): large planes, small planes (channel blocks), channels-last
 SHAPES = (("NCHW", (16, 16, 784)), ("NCHW7x7", (16, 256, 49)), ("NHWC", (12544, 16, 1)))
@@ -36,13 +36,7 @@ def load_build(path: str):
 
 
 def ns_per_element(fn, nelems: int, calls: int) -> float:
-    fn()
-    times = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times)) * 1e9 / nelems
+    return median_seconds(fn, calls) * 1e9 / nelems
 
 
 def passes(kernels, x, dy, m, ones):

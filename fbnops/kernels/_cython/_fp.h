@@ -176,12 +176,18 @@ static inline float fb_apply1(int mode, float x, float g, float A, float B, floa
 #define FB_ROWS_16(T, NAME, LOAD8, STORE8, LOAD1, STORE1)                                              \
     static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,           \
                                               const float* m, float* s0, float* s1) {                 \
-        ptrdiff_t i = 0;                                                                               \
-        for (; i + 8 <= n; i += 8)                                                                     \
-            fb_reduce8(mode, LOAD8(a + i), mode == 0 ? LOAD8(b + i) : _mm256_setzero_ps(),             \
-                       _mm256_loadu_ps(m + i), s0 + i, s1 + i);                                        \
-        for (; i < n; i++)                                                                             \
-            fb_reduce1(mode, LOAD1(a[i]), mode == 0 ? LOAD1(b[i]) : 0.0f, m[i], s0 + i, s1 + i);       \
+        ptrdiff_t i = 0; /* (each mode loads only what it uses: dy and the centre tile) */            \
+        for (; i + 8 <= n; i += 8) {                                                                   \
+            __m256 x = LOAD8(a + i);                                                                   \
+            if (mode == 0) fb_reduce8(0, x, LOAD8(b + i), _mm256_loadu_ps(m + i), s0 + i, s1 + i);     \
+            else if (mode == 1) fb_reduce8(1, x, x, x, s0 + i, s1 + i);                                \
+            else fb_reduce8(2, x, x, _mm256_loadu_ps(m + i), s0 + i, s1 + i);                          \
+        }                                                                                              \
+        for (; i < n; i++) {                                                                           \
+            float x = LOAD1(a[i]);                                                                     \
+            if (mode == 0) fb_reduce1(0, x, LOAD1(b[i]), m[i], s0 + i, s1 + i);                        \
+            else fb_reduce1(mode, x, x, mode == 1 ? 0.0f : m[i], s0 + i, s1 + i);                      \
+        }                                                                                              \
     }                                                                                                  \
     static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n,    \
                                              const float* A, const float* B, const float* K,          \

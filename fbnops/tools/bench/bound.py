@@ -69,18 +69,22 @@ def cpu_mhz() -> float | None:
     return None
 
 
+def median_seconds(fn, repeats: int) -> float:
+    """Median time of ``repeats`` calls of ``fn``, after one untimed call."""
+    fn()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
 def _slope_ns(fn_for_size, sizes: list[int], repeats: int) -> tuple[float, float]:
     """(ns per element, fixed ns per call): least squares over sizes of the median times."""
     times = []
     for n in sizes:
-        fn = fn_for_size(n)
-        fn()
-        samples = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - t0)
-        times.append(statistics.median(samples) * 1e9)
+        times.append(median_seconds(fn_for_size(n), repeats) * 1e9)
     slope, intercept = np.polyfit(np.array(sizes, float), np.array(times), 1)
     return float(slope), float(intercept)
 
