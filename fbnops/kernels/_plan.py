@@ -31,7 +31,7 @@ ROW_ITEM_ELEMS = 32768  # channels-last: target elements per item
 MAX_ROW_ITEMS = 64
 PLANE_ITEM_BYTES = 4 << 20  # channels-first: bytes of (x, dy) per item: about one L2
 MIN_ITEMS = 16  # channels-first: split channels so that few channels still share out
-STREAM_MIN_BYTES = 16 << 20  # outputs this large are written with non-temporal stores (they outgrow L3)
+STREAM_MIN_BYTES = 8 << 20  # outputs this large are written with non-temporal stores (past the ~8 MB of L3 one gets)
 SERIAL_BELOW = 1 << 15  # below this many elements one thread beats waking a team (~1-2 us per region)
 
 # Emitted into the Cython build as compile-time constants (array bounds need them).

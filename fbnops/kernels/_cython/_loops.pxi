@@ -275,13 +275,6 @@ cdef void apply_plane_item(const Plan* P, const Params* g, Apply mode, Py_ssize_
             tiles[W + j] = g.B[c]
             tiles[2 * W + j] = g.K[c]
             tiles[3 * W + j] = g.center[c]
-    for n in range(n0, n1):
+    for n in range(n0, n1):  # (never streamed: see streams() in _batch_norm_impl.pxi)
         base = (n * P.C + c0) * P.inner
-        if stream:
-            apply_rows_streamed(mode, a + base, b + base, out + base, 1, span, tiles, tiles + W, tiles + 2 * W,
-                                tiles + 3 * W)
-        else:
-            apply_rows(mode, a + base, b + base, out + base, 1, span, tiles, tiles + W, tiles + 2 * W,
-                       tiles + 3 * W)
-    if stream:
-        fb_stream_fence()
+        apply_rows(mode, a + base, b + base, out + base, 1, span, tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)
