@@ -1,4 +1,5 @@
-"""The Numba kernels' loops: rows of lanes, work items, parallel regions, the driver.
+"""The Numba kernels' loops: rows of lanes, work items, parallel regions, the driver
+(the per-channel math and the combines are in ``_numba_channels.py``).
 
 The same program as the Cython kernels (``_cython/_loops.pxi`` and
 ``_batch_norm_impl.pxi``), line for line where it matters for the bits: float32
@@ -19,19 +20,33 @@ from types import FunctionType
 import numpy as np
 from numba import njit, prange
 
+from ._numba_channels import (
+    APPLY_A,
+    APPLY_B,
+    APPLY_FULL,
+    FWD_INFER,
+    FWD_TRAIN,
+    GRAD_TRAIN,
+    RED_GRAD,
+    RED_SQ,
+    RED_SUM,
+    _channel_done,
+    _combine,
+    center_tile,
+    finish_pass,
+    tile,
+)
 from ._numba_fp import _load, _store
 from ._plan import BLOCK_ROWS
 
-# Numba's disk cache is keyed on this file's text only: bump when _numba_fp.py changes (2: LLVM half)
-FP_REVISION = 2
+# Numba's disk cache is keyed on each file's text only, and the regions here compile in code
+# from _numba_fp.py and _numba_channels.py: bump when either changes (3: channels moved out).
+FP_REVISION = 3
 
 # Contraction (a*b + c -> FMA) only, which is what GCC does by default: no reassociation,
 # no reciprocals, no nnan/ninf.  The hot loops vectorize without reassociation (per-lane
 # accumulators), and every rounding is then the C kernels' rounding, whatever LLVM inlines.
 FASTMATH = {"contract"}
-RED_GRAD, RED_SUM, RED_SQ = 0, 1, 2
-APPLY_FULL, APPLY_B, APPLY_A = 0, 1, 2
-GRAD_TRAIN, GRAD_FROZEN, FWD_TRAIN, FWD_INFER = 0, 1, 2, 3
 
 # ---------------------------------------------------------------------------------------
 # Rows of W lanes: reduce into float32 lanes, flush to float64; apply with per-lane tiles
@@ -194,78 +209,6 @@ def _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles):
 
 
 # ---------------------------------------------------------------------------------------
-# Per-channel math (the Cython channel_done) and the fixed-order combines; no fastmath
-# ---------------------------------------------------------------------------------------
-
-
-@njit
-def _channel_done(op, pass_index, c, s0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
-    gamma = np.float64(scale[c])
-    if op == FWD_TRAIN and pass_index == 0:
-        res0[c] = np.float32(s0 / n)
-        center[c] = res0[c]
-        return
-    if op == FWD_TRAIN:
-        res1[c] = np.float32(s1 / n)
-        var = np.float64(res1[c])
-    else:
-        var = np.float64(var_in[c])
-    r = 1.0 / np.sqrt(np.float64(np.float32(var) + eps))
-    if op == GRAD_TRAIN or op == GRAD_FROZEN:
-        res0[c] = np.float32(s1 * r)
-        res1[c] = np.float32(s0)
-        A[c] = np.float32(gamma * r)
-        if op == GRAD_TRAIN:  # dx = gamma*r * ((dy - s0/n) - (x - mean) * r*r*s1/n), as TF groups it
-            B[c] = np.float32(-r * r * s1 / n)
-            K[c] = np.float32(-s0 / n)
-        else:
-            B[c] = 0
-            K[c] = 0
-    else:
-        A[c] = 0
-        B[c] = np.float32(gamma * r)
-        K[c] = offset[c]
-
-
-@njit
-def _combine(p, part, s):
-    """Item partials into totals s[2][C], in the fixed order of the C combine_rows/combine_blocks:
-    row items [item][2][fold * C]; block items [item][2][block], batch ranges side by side."""
-    s[:] = 0
-    C = p.C
-    for item in range(p.nitems):
-        if p.channels_last:
-            for q in range(p.fold):
-                for c in range(C):
-                    s[0, c] += part[item, 0, q * C + c]
-                    s[1, c] += part[item, 1, q * C + c]
-        else:
-            c0 = item // p.per_channel * p.block
-            for j in range(min(p.block, C - c0)):
-                s[0, c0 + j] += part[item, 0, j]
-                s[1, c0 + j] += part[item, 1, j]
-
-
-@njit(cache=True)
-def finish_pass(op, pass_index, s0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
-    for c in range(scale.shape[0]):
-        _channel_done(op, pass_index, c, s0[c], s1[c], n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
-
-
-@njit(cache=True)
-def tile(p, A, B, K, center):
-    """Channels-last per-lane tiles: lane j holds channel j % C."""
-    tiles = np.empty((4, p.width), np.float32)
-    for j in range(p.width):
-        c = j % p.C
-        tiles[0, j] = A[c]
-        tiles[1, j] = B[c]
-        tiles[2, j] = K[c]
-        tiles[3, j] = center[c]
-    return tiles
-
-
-# ---------------------------------------------------------------------------------------
 # Regions: each one a parallel dispatcher and its serial twin (region[nthreads > 1])
 # ---------------------------------------------------------------------------------------
 
@@ -362,14 +305,6 @@ def fused_region(a, b, out, op, p, nchunks, n, eps, scale, offset, var_in, cente
 # The op's driver, compiled twice: over the serial twins (one dispatch for a small call)
 # and over the parallel regions
 # ---------------------------------------------------------------------------------------
-
-
-@njit(cache=True)
-def center_tile(p, center):
-    """What a reduction centres lane j on: channels-last tiles, channels-first the vector."""
-    if p.channels_last:
-        return tile(p, center, center, center, center)[3].copy()
-    return center.copy()
 
 
 def _drive(a, b, out, op, p, nchunks, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):

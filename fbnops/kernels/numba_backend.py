@@ -6,7 +6,8 @@ float64 partials, per-channel coefficients, one apply pass
 ``out = A*((b + K) + B*(a - m))``, and the work plan of ``_plan.py`` (which depends
 on the shape only, combined in a fixed order), so that results are identical for
 any thread count and equal to Cython's, byte for byte.  The loops and regions live
-in ``_numba_loops.py``; this module plans, drives and registers.
+in ``_numba_loops.py``, the per-channel math in ``_numba_channels.py``; this module plans,
+drives and registers.
 
 Importing it changes no global state: Numba's thread count is set around each
 parallel call and restored afterwards.
@@ -23,9 +24,10 @@ import numpy as np
 from ..framework import dtypes
 from ..framework.registry import register_kernel
 from ..framework.threads import note_parallel
+from . import _numba_channels as channels
 from . import _numba_loops as loops
 from . import outputs
-from ._numba_loops import (
+from ._numba_channels import (
     FWD_INFER,
     FWD_TRAIN,
     GRAD_FROZEN,
@@ -78,7 +80,7 @@ def _zeros(C: int) -> np.ndarray:
 
 
 def _partials(p, center):
-    return np.empty((p.nitems, 2, p.width if p.channels_last else p.block)), loops.center_tile(p, center)
+    return np.empty((p.nitems, 2, p.width if p.channels_last else p.block)), channels.center_tile(p, center)
 
 
 def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
@@ -126,7 +128,7 @@ def reduce_totals(mode, x, dy, center, rows_per_sample):
     if not rows_per_sample:
         _launch(loops.reduce_region, x.size, a, b, mode, p, min(p.nitems, MAX_CHUNKS), m_tile, center, part)
         s = np.empty((2, C))
-        loops._combine(p, part, s)
+        channels._combine(p, part, s)
         return s
     nsamples = outer // rows_per_sample
     out = np.empty((nsamples, 2, C))
@@ -144,7 +146,7 @@ def finish(op, s0, s1, count, epsilon, scale, offset, variance, center):
     center = _zeros(C) if op == FWD_TRAIN else center.copy()
     eps = np.float32(epsilon)
     for q in range(2 if op == FWD_TRAIN else 1):
-        loops.finish_pass(op, q, s0, s1, float(count), eps, scale, offset, variance, center, res0, res1, A, B, K)
+        channels.finish_pass(op, q, s0, s1, float(count), eps, scale, offset, variance, center, res0, res1, A, B, K)
     return res0, res1, A, B, K
 
 
@@ -154,7 +156,7 @@ def apply(amode, x, dy, A, B, K, center):
     A, B, K, center = (_frozen(v) for v in (A, B, K, center))
     out_arr = outputs.empty_like(x)
     p = plan(outer, C, inner, x.dtype.itemsize)
-    tiles = loops.tile(p, A, B, K, center) if p.channels_last else np.empty((4, 1), np.float32)
+    tiles = channels.tile(p, A, B, K, center) if p.channels_last else np.empty((4, 1), np.float32)
     args = (a, b, _storage(out_arr), amode, p, min(p.nitems, MAX_CHUNKS), tiles, A, B, K, center)
     _launch(loops.apply_region, x.size, *args)
     return out_arr
