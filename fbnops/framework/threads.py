@@ -5,7 +5,8 @@ The default, read once on first use (importing fbnops changes nothing):
 1. ``FBNOPS_NUM_THREADS``, if set: a positive integer, else InvalidArgumentError;
 2. else ``OMP_NUM_THREADS`` (its first entry, as OpenMP reads ``"4,2"``), if it is a
    positive integer; anything else there is ignored with a warning, as libgomp does;
-3. else the cores this process may run on (its CPU affinity: taskset/cgroup limits count).
+3. else the cores this process may run on (its CPU affinity: taskset/cgroup limits count);
+   each kernel then uses only those that other processes leave idle (:mod:`.load`).
 
 Counts above :data:`MAX_THREADS` (``max(64, 4 x cores)``) are clamped to it with a
 warning: the kernels are memory bound, and thousands of OS threads would only thrash.
@@ -24,8 +25,9 @@ import threading
 import warnings
 
 from .errors import InvalidArgumentError
+from .load import idle_cores
 
-__all__ = ["set_num_threads", "get_num_threads", "default_num_threads", "MAX_THREADS"]
+__all__ = ["set_num_threads", "get_num_threads", "kernel_threads", "default_num_threads", "MAX_THREADS"]
 
 
 def _available_cores() -> int:
@@ -72,21 +74,34 @@ def default_num_threads() -> int:
             return _parse(omp, "OMP_NUM_THREADS")
         except InvalidArgumentError as e:
             warnings.warn(f"{e}; ignored", RuntimeWarning, stacklevel=2)
+    _from_cores[0] = True
     return _available_cores()
 
 
 _num_threads: list[int | None] = [None]
+_from_cores = [False]  # the count is the default (the cores), not one the user chose
 
 
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads in every kernel from now on (``1 <= n``; above MAX_THREADS, clamped)."""
     _num_threads[0] = _checked(n, "num_threads")
+    _from_cores[0] = False
 
 
 def get_num_threads() -> int:
+    """The number of threads every kernel uses (see :func:`set_num_threads`)."""
     if _num_threads[0] is None:
         _num_threads[0] = default_num_threads()
     return _num_threads[0]
+
+
+def kernel_threads() -> int:
+    """Threads for the next parallel kernel: the configured count, or, when that is the default
+    (the cores), the cores other processes leave idle (:mod:`fbnops.framework.load`)."""
+    n = get_num_threads()
+    if n > 1 and _from_cores[0] and os.environ.get("FBNOPS_ADAPTIVE_THREADS", "1").strip() != "0":
+        return idle_cores(n)
+    return n
 
 
 # --------------------------------------------------------------------------- fork

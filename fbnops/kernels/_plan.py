@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..framework.errors import InvalidArgumentError
-from ..framework.threads import get_num_threads, serial_after_fork
+from ..framework.threads import kernel_threads, serial_after_fork
 
 # The tunables, in one place.
 LANES = 512  # minimum row width: folded channels-last rows, channel blocks of small planes
@@ -108,10 +108,11 @@ def fused(p: Plan) -> bool:
 
 def threads_for(nelems: int) -> int:
     """Threads for a kernel over ``nelems`` elements: one below SERIAL_BELOW (and in a
-    child forked after the parent ran a parallel kernel), else the configured count."""
+    child forked after the parent ran a parallel kernel), else the configured count (the
+    idle cores, when it is the default)."""
     if nelems < SERIAL_BELOW or serial_after_fork():
         return 1
-    return get_num_threads()
+    return kernel_threads()
 
 
 def render_pxi() -> str:
