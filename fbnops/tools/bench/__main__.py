@@ -16,17 +16,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
 
 import fbnops
 
+from ...kernels._plan import threads_for
 from .._arrays import ArrayFileError, check_writable
 from .._progress import progress
-from . import report
+from . import machine_load, report
 from .accuracy import accuracy
 from .cases import ALL_LAYOUTS, DTYPES, LAYOUTS, OPS, SHAPES, Case, make_cases, parse_shapes
+from .machine_load import LoadMonitor
 from .peers import PEERS, fbnops_call, has_module
 from .timing import floor_calls, interleaved, paired_ratio, stream_add, tiny_call_costs
 
@@ -113,7 +116,26 @@ def _read_old(path: str | None) -> dict | None:
         raise BenchUsageError(f"--compare: {path} is not a benchmark JSON file ({e})") from None
     if not isinstance(old, dict) or not isinstance(old.get("rows"), list):
         raise BenchUsageError(f"--compare: {path} has no 'rows'; write one with --json")
+    for i, row in enumerate(old["rows"]):  # every field the comparison reads, checked before anything runs
+        if not _comparable_row(row):
+            raise BenchUsageError(
+                f"--compare: {path}: rows[{i}] is not a benchmark row (needs 'case' or 'key' text, a positive "
+                "'fbnops_ms' and numeric 'fbnops_spread'/'ratio_floor' when present)"
+            )
     return old
+
+
+def _comparable_row(row) -> bool:
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < float("inf")
+
+    return (
+        isinstance(row, dict)
+        and isinstance(row.get("key") or row.get("case"), str)
+        and isinstance(row.get("case", ""), str)
+        and number(row.get("fbnops_ms")) and row["fbnops_ms"] > 0
+        and all(number(row[k]) for k in ("fbnops_spread", "ratio_floor") if k in row)
+    )
 
 
 def validate(args) -> tuple[list[str], list[Case], dict | None]:
@@ -178,11 +200,23 @@ def _write_json(doc: dict, path: str) -> None:
             os.unlink(tmp)
 
 
+def _command(args, rounds: int, peers: list[str]) -> str:
+    """The ``fbnops bench`` command that measures these cases again (recorded in the JSON file)."""
+    shapes = ";".join(",".join(map(str, s)) for s in args.shapes)
+    words = ["fbnops", "bench", "--rounds", str(rounds), "--peers", ",".join(peers)]
+    words += ["--ops", ",".join(["grad"] if args.quick else args.ops)]
+    words += ["--dtypes", ",".join(["float32"] if args.quick else args.dtypes), "--layouts", ",".join(args.layouts)]
+    return shlex.join([*words, "--shapes", shapes])
+
+
 def run(args, threads: int | None = None) -> int:
     peers, cases, old = validate(args)
     rounds = 3 if args.quick else args.rounds or DEFAULT_ROUNDS
-    threads = threads or getattr(args, "threads", None) or fbnops.get_num_threads()
-    fbnops.set_num_threads(threads)
+    chosen = threads or getattr(args, "threads", None)
+    threads = chosen or fbnops.get_num_threads()
+    if chosen:  # otherwise the default stays adaptive (idle cores only), as users run it
+        fbnops.set_num_threads(threads)
+    monitor = LoadMonitor()
     for name in peers:
         if PEERS[name].setup:
             PEERS[name].setup(threads)
@@ -196,9 +230,12 @@ def run(args, threads: int | None = None) -> int:
             rows.append(measure(case, peers, rounds, threads))
             case.data.clear()
             print(report.table_row(rows[-1], peers), flush=True)
+            monitor.sample()
             bar.advance()
     print("\n".join(["", *report.summary_lines(rows, peers, tuple(n for n in peers if PEERS[n].backend))]))
-    doc = {"machine": info, "rounds": rounds, "peers": peers, "rows": rows}
+    doc = {"machine": info, "rounds": rounds, "peers": peers, "rows": rows, "command": _command(args, rounds, peers)}
+    doc["load"] = monitor.summary(rows, threads_for(1 << 30))
+    print("\n".join(machine_load.lines(doc["load"], info["cores"])))
     doc["tiny"] = tiny_call_costs(peers, repeats=5 if args.quick else 15)
     doc["tiny_us"] = doc["tiny"]["grad"]["fbnops_us"]
     print("\n".join(report.tiny_lines(doc["tiny"])))
