@@ -1,0 +1,306 @@
+"""The ``tf-python`` target: a script on ``tf.raw_ops``, node for node, with fbnops' node names.
+
+Mode, chosen from the graph (and said in the script's header):
+
+- **graph mode** (``tf.compat.v1``: a ``tf.Graph``, ``placeholder``, ``Session.run`` with a
+  ``feed_dict``) when the graph has placeholders to feed or a second-order gradient: eager
+  TensorFlow has neither placeholders nor ``tf.gradients``, and a graph keeps every node's name
+  (``name=`` becomes the node's name in the GraphDef, as in fbnops);
+- **eager** (each ``tf.raw_ops`` call runs as it is made, ``.numpy()`` reads the result) when
+  every value is a constant, e.g. a run file's graph. The ``name=`` arguments are kept: they
+  are what the graph calls the nodes, and harmless in eager.
+
+fbnops' ``FusedBatchNormGradGrad`` (its second-order gradient node; TensorFlow has no such op)
+becomes TF Python's own second-order gradient: ``tf.compat.v1.gradients`` of the first-order
+grad op's outputs with respect to its ``y_backprop``, ``x`` and ``scale``, the node's upstream
+gradients as ``grad_ys`` (TensorFlow registers that gradient as ``_FusedBatchNormGradGrad*`` in
+``tensorflow/python/ops/nn_grad.py``), with ``stop_gradients`` on the three so each is the
+partial derivative, as fbnops' node is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fbnops.framework.errors import UnimplementedError
+from fbnops.framework.graph import Operation, Output
+from fbnops.framework.registry import get_op_def
+
+from ._plan import ExportPlan, differentiated_op, output_file
+
+__all__ = ["render"]
+
+RAW_OPS_DOCS = "https://www.tensorflow.org/api_docs/python/tf/raw_ops/"
+SEED = "tf.raw_ops.FusedBatchNormGradV3 (TensorFlow API docs, " + RAW_OPS_DOCS + "FusedBatchNormGradV3)"
+GRADIENTS_DOCS = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/gradients"
+MISSING = "run.sh: TensorFlow (Python) not found: pip install 'fbnops[export]'"
+
+
+def render(plan: ExportPlan) -> dict[str, str]:
+    """``main.py`` (the script) and ``run.sh``."""
+    graph_mode = any(op.type in ("Placeholder", "FusedBatchNormGradGrad") for op in plan.ops)
+    return {"main.py": _script(plan, graph_mode), "run.sh": _RUN_SH}
+
+
+_RUN_SH = """#!/usr/bin/env bash
+# Runs main.py on real TensorFlow: the tensorflow-cpu wheel of the Python environment this runs in
+# (python3 on PATH, or $PYTHON). main.py reads inputs/*.npy and writes outputs/*.npy; on a
+# TensorFlow error it prints the exception and exits 1; without TensorFlow it says so and exits 3.
+set -euo pipefail
+cd "$(dirname "$0")"
+export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"  # TensorFlow's C++ info and warnings off; errors stay
+PYTHON="${PYTHON:-python3}"
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+  echo "run.sh: $PYTHON not found: install Python 3 with TensorFlow (pip install 'fbnops[export]')"
+  exit 3
+fi
+exec "$PYTHON" main.py
+"""
+
+_PRELUDE = f'''
+import sys
+from pathlib import Path
+
+try:
+    import numpy as np
+    import tensorflow as tf
+except ImportError:
+    print("{MISSING}")
+    sys.exit(3)
+
+HERE = Path(__file__).resolve().parent
+
+
+def load(name, dtype):
+    """inputs/<name> as ``dtype``. bfloat16 arrives widened to float32 (.npy has no bfloat16): exact."""
+    return np.load(HERE / "inputs" / name).astype(dtype.as_numpy_dtype)
+
+
+def save(name, value):
+    """outputs/<name>; bfloat16 is widened to float32 (exact), as the inputs are."""
+    value = np.asarray(value)
+    if value.dtype == tf.bfloat16.as_numpy_dtype:
+        value = value.astype(np.float32)
+    np.save(HERE / "outputs" / name, value)
+'''
+
+_MAIN_GRAPH = '''
+
+def main():
+    graph = tf.Graph()
+    with graph.as_default():
+        fetches, feeds = build()
+    with tf.compat.v1.Session(graph=graph{config}) as session:  # tf.compat.v1.Session.run(fetches, feed_dict)
+        values = session.run(dict(fetches), feed_dict=feeds)
+    for name, value in values.items():
+        save(name, value)
+'''
+
+_MAIN_EAGER = '''
+
+def main():
+    fetches = build()  # eager: every op has run by now
+    for name, tensor in fetches:
+        save(name, tensor.numpy())
+'''
+
+_ENTRY = '''
+
+if __name__ == "__main__":
+    try:
+        main()
+    except tf.errors.OpError as e:  # the status TensorFlow's kernels returned
+        print(f"{type(e).__name__}: {e.message}", file=sys.stderr)
+        sys.exit(1)
+    except (ValueError, TypeError) as e:  # TF Python's own checks while building the graph
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        sys.exit(1)
+'''
+
+
+def _header(plan: ExportPlan, graph_mode: bool) -> list[str]:
+    mode = (
+        "Graph mode (tf.compat.v1: a tf.Graph, placeholders, Session.run with a feed_dict), because the\n"
+        "graph has placeholders to feed or a second-order gradient; every node keeps fbnops' name."
+        if graph_mode
+        else "Eager: each tf.raw_ops call runs as it is made (the graph has only constants to read)."
+    )
+    lines = [
+        '"""Generated by `fbnops export --target tf-python`: the graph of ' + plan.source + ",",
+        "op for op, on real TensorFlow (tf.raw_ops: TensorFlow's ops by their registered names, keyword",
+        "arguments, one name= each; the seed page: " + SEED + ").",
+        "",
+        *mode.split("\n"),
+        "",
+        "Reads inputs/*.npy (placeholders and constants), writes each fetch to outputs/<op>_<index>.npy.",
+        "Run it with ./run.sh.",
+    ]
+    lowered: dict[str, list[str]] = {}
+    for op in plan.ops:
+        lowered.setdefault(op.name.lower(), []).append(op.name)
+    clashes = [names for names in lowered.values() if len(names) > 1]
+    if graph_mode and clashes:  # tf.Graph.unique_name compares names in lower case
+        lines += ["", "TensorFlow makes node names unique ignoring case, so these nodes get a suffix (_1...):"]
+        lines += [f"    {', '.join(names)}" for names in clashes]
+    renamed = plan.renamed()
+    if renamed:
+        lines += ["", "Node names that are not Python identifiers, and the variables that hold them:"]
+        lines += [f"    {name!r:40s} -> {ident}" for name, ident in renamed.items()]
+    return [*lines, '"""']
+
+
+def _script(plan: ExportPlan, graph_mode: bool) -> str:
+    body = _Body(plan, graph_mode)
+    for op in plan.ops:
+        body.op(op)
+    files = {t: _str(output_file(t).removeprefix("outputs/")) for t in plan.fetches}
+    fetches = [f"        ({files[t]}, {body.ref(t)}),  # {t}" for t in plan.fetches]
+    build = [
+        "",
+        "",
+        "def build():",
+        '    """The graph, node for node as fbnops built it; returns (file, tensor) for each fetch'
+        + (' and the feeds."""' if graph_mode else '."""'),
+        *body.lines,
+        "    fetches = [",
+        *fetches,
+        "    ]",
+    ]
+    if graph_mode:
+        build += ["    feeds = {", *body.feeds, "    }", "    return fetches, feeds"]
+    else:
+        build.append("    return fetches")
+    parts = [*_header(plan, graph_mode), _PRELUDE.rstrip("\n"), *build]
+    if not graph_mode:
+        return "\n".join(parts) + "\n" + _MAIN_EAGER + _ENTRY
+    frozen = any(op.type in _FORWARD_OPS and not op.attrs["is_training"] for op in plan.ops)
+    if frozen:
+        parts += _NO_REMAPPER
+    return "\n".join(parts) + "\n" + _MAIN_GRAPH.format(config=", config=CONFIG" if frozen else "") + _ENTRY
+
+
+_FORWARD_OPS = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
+# Grappler's remapper rewrites an inference FusedBatchNorm into Mul/Add even when its other outputs
+# are fetched, and the run then fails ("does not have output 1"); fbnops rewrites nothing.
+_NO_REMAPPER = [
+    "",
+    "",
+    "# Grappler's remapper turns an inference FusedBatchNorm into Mul and Add even when batch_mean or",
+    "# batch_variance is fetched, and the run fails with \"does not have output 1\"",
+    "# (https://github.com/tensorflow/tensorflow/issues/21328): this graph runs without that rewrite.",
+    "from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402",
+    "",
+    "CONFIG = tf.compat.v1.ConfigProto()",
+    "CONFIG.graph_options.rewrite_options.remapping = rewriter_config_pb2.RewriterConfig.OFF",
+]
+
+
+class _Body:
+    """The statements of ``build()``: one per op (a comment line where it helps)."""
+
+    def __init__(self, plan: ExportPlan, graph_mode: bool):
+        self.plan, self.graph_mode = plan, graph_mode
+        self.lines: list[str] = []
+        self.feeds: list[str] = []
+
+    def ref(self, tensor: Output | str) -> str:
+        """The Python expression for an output: the variable, or its field / index."""
+        t = self.plan.graph.get_output(tensor) if isinstance(tensor, str) else tensor
+        var = self.plan.idents[t.op.name]
+        if t.op.num_outputs == 1:
+            return var
+        if t.op.type == "FusedBatchNormGradGrad":
+            return f"{var}[{t.index}]"  # tf.gradients returns a list
+        return f"{var}.{get_op_def(t.op.type).output_names[t.index]}"  # raw_ops return named tuples
+
+    def op(self, op: Operation) -> None:
+        var, name = self.plan.idents[op.name], op.name
+        if op.type == "Placeholder":
+            dtype, shape = _tf_dtype(op.attrs["dtype"]), _shape(op.attrs["shape"])
+            self.lines.append(f"    {var} = tf.compat.v1.placeholder({dtype}, shape={shape}, name={_str(name)})")
+            self.feeds.append(f"        {var}: load({_str(_file(self.plan.feeds[name]))}, {dtype}),")
+        elif op.type == "Const":
+            dtype = _tf_dtype(op.attrs["dtype"])
+            value = f"load({_str(_file(self.plan.consts[name]))}, {dtype})"
+            self.lines += _call("    ", f"{var} = tf.constant", [value, f"name={_str(name)}"])
+        elif op.type == "FusedBatchNormGradGrad":
+            self._second_order(op, var)
+        else:
+            self._raw_op(op, var)
+
+    def _raw_op(self, op: Operation, var: str) -> None:
+        op_def = get_op_def(op.type)
+        if op_def.variadic:
+            args = [f"inputs=[{', '.join(self.ref(t) for t in op.inputs)}]"]
+        else:
+            args = [f"{n}={self.ref(t)}" for n, t in zip(op_def.input_names, op.inputs, strict=True)]
+        args += [f"{k}={_attr(v)}" for k, v in op.attrs.items() if _explicit(op_def, k)]
+        args.append(f"name={_str(op.name)}")
+        self.lines.append(f"    # {RAW_OPS_DOCS}{op.type}")
+        indent = "    "
+        if op.control_inputs:
+            deps = ", ".join(self.plan.idents[c.name] for c in op.control_inputs)
+            self.lines.append(f"    with tf.control_dependencies([{deps}]):")
+            indent += "    "
+        self.lines += _call(indent, f"{var} = tf.raw_ops.{op.type}", args)
+
+    def _second_order(self, op: Operation, var: str) -> None:
+        first = differentiated_op(self.plan.graph, op)
+        if first is None:  # gradients() always builds it from a grad op; a hand-made node has none
+            raise UnimplementedError(
+                f"'{op.name}' (FusedBatchNormGradGrad) differentiates no FusedBatchNormGrad op of this graph; "
+                "TensorFlow has no such op to export it as"
+            )
+        ys = ", ".join(self.ref(o) for o in first.outputs[:3])
+        xs = ", ".join(self.ref(t) for t in op.inputs[:3])
+        upstream = ", ".join(self.ref(t) for t in op.inputs[5:8])
+        self.lines += [
+            f"    # fbnops' second-order node {_str(op.name)}: TF Python's gradient of {_str(first.name)}",
+            "    # (nn_grad.py _FusedBatchNormGradGrad*) by tf.gradients; stop_gradients keeps the derivatives",
+            f"    # partial, as the fbnops node's are. {GRADIENTS_DOCS}",
+        ]
+        args = [f"[{ys}]", f"[{xs}]", f"grad_ys=[{upstream}]", f"stop_gradients=[{xs}]",
+                "unconnected_gradients=tf.UnconnectedGradients.ZERO", f"name={_str(op.name)}"]  # fmt: skip
+        self.lines += _call("    ", f"{var} = tf.compat.v1.gradients", args)
+
+
+def _explicit(op_def, attr: str) -> bool:
+    """Attrs a tf.raw_ops call takes: not the type attrs, nor a variadic op's length (inferred)."""
+    kind = op_def.attr_kinds.get(attr)
+    return kind != "type" and not (op_def.variadic and attr == "N")
+
+
+def _call(indent: str, head: str, args: list[str]) -> list[str]:
+    """``head(args)`` on one line if it fits in 100 columns, else one argument per line (as black would)."""
+    line = f"{indent}{head}({', '.join(args)})"
+    if len(line) <= 100:
+        return [line]
+    return [f"{indent}{head}(", *(f"{indent}    {a}," for a in args), f"{indent})"]
+
+
+def _str(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _file(path: str) -> str:
+    return path.removeprefix("inputs/")
+
+
+def _tf_dtype(dtype) -> str:
+    return f"tf.{np.dtype(dtype).name}"  # float32, float16, bfloat16, int32: TensorFlow's Python names
+
+
+def _shape(shape) -> str:
+    return "None" if shape is None else "[" + ", ".join("None" if d is None else str(d) for d in shape) + "]"
+
+
+def _attr(value) -> str:
+    if isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, float):  # attrs are float32 in a NodeDef: the shortest text of that float32
+        return np.format_float_positional(np.float32(value), unique=True, trim="0")
+    if isinstance(value, np.dtype):
+        return _tf_dtype(value)
+    if isinstance(value, str):
+        return _str(value)
+    return repr(value)
