@@ -17,6 +17,7 @@ import fbnops
 from bindings_mirror import directml as dml
 from bindings_mirror import onednn_graph as dg
 from bindings_mirror.onednn_graph import engine, graph, logical_tensor, op, stream, tensor
+from fbnops.framework import memory as dg_memory
 
 LT = logical_tensor
 
@@ -457,24 +458,72 @@ def test_onednn_compile_rejects(name, lts, attrs):
     assert _compile_status(ins, outs, attrs) == dg.status.invalid_arguments
 
 
-def test_onednn_o12_longer_gamma_and_longer_diff_gamma():
+def test_onednn_gamma_of_another_size_is_refused_and_a_longer_diff_gamma_resolves_to_c():
+    """Issue 24: real 3.13 aborts (std::bad_alloc) on a gamma whose size is not C, and resolves a
+    diff_gamma declared [4] for C = 3 to [3]; the mirror refuses the first and resolves the second."""
     dims = (2, 3, 4, 5)
-    ins, outs = bwd_lts(dims)
     data = _data(dims, 3)
-    base = _run(ins, outs, data)
-    ins[4] = LT(4, DT.f32, [5], S)  # a gamma longer than C: its first C values are used
-    longer = _run(ins, outs, data[:4] + [np.concatenate([data[4], np.float32([7, 7])])])
-    for a, b in zip(base, longer, strict=True):
-        np.testing.assert_array_equal(a, b)
+    for size in (5, 2):
+        ins, outs = bwd_lts(dims)
+        ins[4] = LT(4, DT.f32, [size], S)
+        assert _compile_status(ins, outs) == dg.status.invalid_arguments
+    base = _run(*bwd_lts(dims), data)
     ins, outs = bwd_lts(dims)
-    outs[1] = LT(11, DT.f32, [4], S)  # diff_gamma declared [4] for C = 3: the first C are written
+    outs[1] = LT(11, DT.f32, [4], S)
+    cp = _partition(ins, outs).compile(ins, outs, engine(engine.kind.cpu, 0))
+    assert cp.query_logical_tensor(11).get_dims() == [3]
     dx, dgamma, dbeta = _run(ins, outs, data)
-    np.testing.assert_array_equal(dgamma[:3], base[1])
-    assert dgamma[3] == 0  # the tail of the library-allocated (zeroed) buffer is left alone
+    assert dgamma.shape == (3,)
+    np.testing.assert_array_equal(dgamma, base[1])
     for bad in ([2], [1, 3]):  # shorter, or [1, C]: the real library writes out of bounds
         ins, outs = bwd_lts(dims)
         outs[1] = LT(11, DT.f32, bad, S)
         assert _compile_status(ins, outs) == dg.status.invalid_arguments
+
+
+def test_onednn_execute_checks_memory_before_copying_the_input_handles(monkeypatch):
+    """Issue 24: execute copies whole input handles; a handle too large for the memory now available
+    is out_of_memory (not a MemoryError), and no output byte changes."""
+    dims = (2, 3, 4, 5)
+    ins, outs = bwd_lts(dims)
+    data = _data(dims, 3)
+    eng = engine(engine.kind.cpu, 0)
+    cp = _partition(ins, outs).compile(ins, outs, eng)
+    big = np.zeros(dg_memory.SMALL // 4 + 1024, F)  # a handle larger than the memory guard's free pass
+    big[: data[0].size] = data[0].ravel()
+    out_ts = [tensor(cp.query_logical_tensor(lt.get_id()), eng) for lt in outs]
+    before = [bytes(t.get_data_handle()) for t in out_ts]
+    monkeypatch.setattr(dg_memory, "available_bytes", lambda: 2 * big.nbytes)  # fits alone, not with the copy
+    ins_ts = [tensor(ins[0], eng, big)] + [tensor(lt, eng, d) for lt, d in zip(ins[1:], data[1:], strict=True)]
+    with pytest.raises(dg.error) as e:
+        cp.execute(stream(eng), ins_ts, out_ts)
+    assert e.value.status == dg.status.out_of_memory
+    assert [bytes(t.get_data_handle()) for t in out_ts] == before
+    monkeypatch.undo()
+    cp.execute(stream(eng), ins_ts, out_ts)  # the same call, with the memory: it runs
+    np.testing.assert_array_equal(np.frombuffer(out_ts[1].get_data_handle(), F), _run(ins, outs, data)[1])
+
+
+@pytest.mark.parametrize("bad", [10**400, -1, None, np.True_, 2.0, b"x", [[1]]])
+def test_onednn_values_that_do_not_convert_to_the_cpp_types_are_invalid_arguments(bad):
+    """Issue 24: ids are size_t, dims/strides int64 vectors, set_attr's integers int64_t; a Python value
+    C++ could not pass is the mirror's ``invalid_arguments``, never a bare TypeError or OverflowError."""
+    calls = [
+        lambda: op(bad, op.kind.BatchNormTrainingBackward, "bn"),
+        lambda: LT(bad, DT.f32, [2, 3], S),
+        lambda: LT(0, DT.f32, [2, bad], S),
+    ]
+    if bad != -1:  # a negative stride is an int64 (refused later, at compile)
+        calls.append(lambda: LT(0, DT.f32, [2, 3], [3, bad]))
+    if isinstance(bad, (bytes, list)):
+        calls.append(lambda: LT(0, DT.f32, bad, S))
+    if isinstance(bad, int) and not isinstance(bad, bool) and bad > 0:
+        calls.append(lambda: LT(0, DT.f32, [2, 3], bad))  # an opaque layout id is a size_t
+        calls.append(lambda: op(0, op.kind.BatchNormTrainingBackward, "bn").set_attr(op.attr.axis, bad))
+    for call in calls:
+        with pytest.raises(dg.error) as e:
+            call()
+        assert e.value.status == dg.status.invalid_arguments
 
 
 def test_onednn_compile_matches_ports_by_id_and_execute_checks_tensors():

@@ -51,8 +51,8 @@ def infer(schema: OpSchema, o, ins: list[logical_tensor], outs: list[logical_ten
         where = f"compile: input {i} ({schema.inputs[i]}, id {lt._id})"
         if i in schema.data_in and lt._dims != src._dims:
             raise _invalid(f"{where} has dims {lt._dims}; src has {src._dims}")
-        exact = schema.inputs[i] in ("mean", "variance")  # gamma/beta may be longer: read up to C
-        if i not in schema.data_in and (len(lt._dims) != 1 or lt._dims[0] < c or (exact and lt._dims[0] != c)):
+        # every [C] input exactly [C]: 3.13 aborts (std::bad_alloc) on a gamma of another size, so it is refused
+        if i not in schema.data_in and lt._dims != [c]:
             raise _invalid(f"{where} has dims {lt._dims}; [C] = [{c}] is expected")
     resolved = []
     for i, lt in enumerate(outs):
@@ -62,9 +62,14 @@ def infer(schema: OpSchema, o, ins: list[logical_tensor], outs: list[logical_ten
         if lt._known() and lt._ltype != layout_type.any:
             if data and lt._dims != want:
                 raise _invalid(f"{where} has dims {lt._dims}; {want} is expected")
-            if not data and (len(lt._dims) != 1 or lt._dims[0] < c):  # a longer one: its first C are written
+            if not data and (len(lt._dims) != 1 or lt._dims[0] < c):
                 raise _invalid(f"{where} has dims {lt._dims}; [C] = [{c}] is expected")
-            out = lt if lt._strides is not None else logical_tensor(lt._id, lt._dtype, lt._dims, layout_type.strided)
+            if not data and lt._dims[0] != c:  # declared longer: resolved to [C], as 3.13 does
+                out = logical_tensor(lt._id, lt._dtype, [c], layout_type.strided)
+            elif lt._strides is not None:
+                out = lt
+            else:
+                out = logical_tensor(lt._id, lt._dtype, lt._dims, layout_type.strided)
         else:  # 'any' or unknown dims: dense, in the inferred shape
             out = logical_tensor(lt._id, lt._dtype, want, layout_type.strided)
         _check_layout(out, True, where)

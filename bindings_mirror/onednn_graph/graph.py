@@ -13,8 +13,15 @@ from fbnops.framework import memory, strided
 from . import enums
 from .compile import infer
 from .enums import error, status
-from .logical_tensor import logical_tensor
+from .logical_tensor import fits_size_t, logical_tensor
 from .schema import SCHEMAS, OpSchema, channel_axis
+
+
+def _s64(value) -> int:
+    """``value`` as C++'s int64_t; invalid_arguments when it does not fit (10**400 cannot be passed in C++)."""
+    if not -(1 << 63) <= int(value) < (1 << 63):
+        raise error("invalid_arguments", f"set_attr: {value} does not fit an int64_t attribute")
+    return int(value)
 
 
 def _attr_kind(value) -> tuple[str, object]:
@@ -22,15 +29,15 @@ def _attr_kind(value) -> tuple[str, object]:
     if isinstance(value, (bool, np.bool_)):
         return "bool", bool(value)
     if isinstance(value, (int, np.integer)):
-        return "s64", int(value)
+        return "s64", _s64(value)
     if isinstance(value, (float, np.floating)):
         return "f32", float(np.float32(value))
     if isinstance(value, str):
         return "str", value
     if isinstance(value, (list, tuple)) and all(isinstance(v, (int, np.integer)) for v in value):
-        return "s64s", [int(v) for v in value]
+        return "s64s", [_s64(v) for v in value]
     if isinstance(value, (list, tuple)) and all(isinstance(v, (float, np.floating, int)) for v in value):
-        return "f32s", [float(np.float32(v)) for v in value]
+        return "f32s", [float(np.float32(v)) if isinstance(v, float) else float(np.float32(_s64(v))) for v in value]
     raise error("invalid_arguments", f"set_attr: no attribute overload takes {type(value).__name__}")
 
 
@@ -41,6 +48,8 @@ class op:  # noqa: N801
     def __init__(self, id: int, akind: op.kind, inputs=None, outputs=None, verbose_name: str = ""):
         if isinstance(inputs, str):  # op(id, kind, verbose_name)
             inputs, verbose_name = None, inputs
+        if not fits_size_t(id):
+            raise error("invalid_arguments", f"op id must be an integer in [0, 2**64), got {id!r}")
         if not isinstance(akind, enums.kind):
             raise error("unimplemented", f"op {id}: kind {akind!r} is not provided by this mirror")
         self._id = int(id)
@@ -247,9 +256,12 @@ class compiled_partition:  # noqa: N801
             raise error("invalid_arguments", "execute: expects a stream")
         ins = self._match(inputs, self._inputs, "input")
         outs = self._match(outputs, self._outputs, "output")
-        need = sum(math.prod(lt.get_dims()) * 4 for lt in self._inputs + self._outputs)
+        # the working memory: a copy of every input handle (the real library reads them in place), the
+        # float32 arithmetic over every tensor, and the results; checked before any byte is copied
+        copies = sum(_bytes_of(t._handle, lt.get_id()).size for t, lt in zip(ins, self._inputs, strict=True))
+        need = copies + sum(math.prod(lt.get_dims()) * 8 for lt in self._inputs + self._outputs)
         if not memory.fits(need):
-            raise error("out_of_memory", f"execute: {need} bytes of float32 working memory do not fit")
+            raise error("out_of_memory", f"execute: {need} bytes of working memory do not fit")
         in_views = [t._view(lt, False) for t, lt in zip(ins, self._inputs, strict=True)]
         out_views = [t._view(lt, True) for t, lt in zip(outs, self._outputs, strict=True)]
         for a, b in itertools.combinations(out_views, 2):

@@ -16,7 +16,14 @@ def _is_int(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
+def fits_size_t(v) -> bool:
+    """An integer (not a bool) that C++'s ``size_t`` holds: ids and layout ids."""
+    return _is_int(v) and 0 <= int(v) < (1 << 64)
+
+
 def _int_list(values, what: str, tid) -> list[int]:
+    if isinstance(values, (str, bytes, bytearray)):  # iterable in Python, never a dims vector in C++
+        raise error("invalid_arguments", f"logical_tensor {tid}: {what} must be a list of integers")
     try:
         out = list(values)
     except TypeError:
@@ -48,8 +55,8 @@ class logical_tensor:  # noqa: N801
     def __init__(
         self, tid: int, dtype: logical_tensor.data_type, *args, ptype: logical_tensor.property_type | None = None
     ):
-        if not _is_int(tid) or tid < 0:
-            raise error("invalid_arguments", f"logical_tensor id must be a non-negative integer, got {tid!r}")
+        if not fits_size_t(tid):
+            raise error("invalid_arguments", f"logical_tensor id must be an integer in [0, 2**64), got {tid!r}")
         if not isinstance(dtype, enums.data_type):
             raise error("invalid_arguments", f"logical_tensor {tid}: data_type must be a logical_tensor.data_type")
         if len(args) > 3 or (len(args) == 3 and ptype is not None):
@@ -91,7 +98,9 @@ class logical_tensor:  # noqa: N801
             self._ltype = layout
             if layout == enums.layout_type.strided and self._known():
                 self._strides = strided.dense_strides(dims)  # dense, row-major
-        elif _is_int(layout):  # an opaque layout id
+        elif _is_int(layout):  # an opaque layout id (size_t)
+            if not fits_size_t(layout):
+                raise error("invalid_arguments", f"logical_tensor {self._id}: layout id {layout} is not a size_t")
             self._ltype, self._layout_id = enums.layout_type.opaque, int(layout)
         else:  # explicit strides (elements)
             strides = _int_list(layout, "strides", self._id)

@@ -77,6 +77,8 @@ class Case:
     versions: dict[str, str] = field(default_factory=dict)
     mirror_choice: str | None = None
     mirror_accepts: bool = False  # with a mirror_choice: the mirror runs it (else it refuses)
+    # with a mirror_choice: the stages and statuses the mirror must reach (its refusal, or its run)
+    mirror_expect: str | None = None
 
     def harness_text(self) -> str:
         lines = [f"op {self.kind} {self.name.replace(' ', '_')}"]

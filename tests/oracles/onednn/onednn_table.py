@@ -24,6 +24,7 @@ from onednn_cases import (
     KEEP_DIMS,
     LT,
     MOMENTUM,
+    NUMPY,
     S32,
     STRIDED,
     UNDEF,
@@ -69,7 +70,7 @@ def bwd(
     data = {
         0: rng_data(seed, shape, dt),
         1: rng_data(seed + 1, shape, dt),
-        2: rng_data(seed + 2, [c], sdt) * 0.1,
+        2: (rng_data(seed + 2, [c]) * 0.1).astype(NUMPY[sdt]),  # scaled in float32, then stored as sdt
         3: rng_data(seed + 3, [c], sdt, positive=True),
         4: rng_data(seed + 4, [c], sdt, positive=True),
     }
@@ -113,6 +114,8 @@ def _fwd(name, shape, fmt="NCX", momentum=None, kind=FWD_TRAIN, seed=0, dt=F32):
 
 
 OOB = "the real library reads or writes past the declared [C] buffer: the mirror refuses at compile"
+RUNS = "add_op 0, supported 1, compile 0, execute 0"
+REFUSED_AT_COMPILE = "add_op 0, supported 1, compile 2"  # invalid_arguments
 
 
 def _edge_cases() -> list[Case]:
@@ -161,6 +164,7 @@ def _edge_cases() -> list[Case]:
     e.append(bwd("data_format given as f32", shape, attrs=[("f32", EPS, 1e-3), ("f32", DATA_FORMAT, 1.0)]))
     e.append(bwd("no epsilon", shape, attrs=[("str", DATA_FORMAT, "NCX")]))
     e.append(bwd("negative epsilon", shape, eps=-1e-3))
+    e.append(bwd("NaN epsilon", shape, eps=float("nan")))  # accepted and run (NaN results) by the real library
     # O8: two outputs
     e.append(bwd("two outputs", shape, n_out=2))
     # O9/O10: ranks
@@ -174,23 +178,29 @@ def _edge_cases() -> list[Case]:
     e.append(bwd("rank 1 src", [3]))
     e.append(bwd("rank 6 src", [1, 2, 2, 2, 2, 2]))
     e[-1].mirror_choice = "3.13 corrupts the heap or crashes on rank 6 (sometimes runs): the mirror refuses at compile"
+    e[-1].mirror_expect = REFUSED_AT_COMPILE
     # O11: 4 inputs with 3 outputs
     e.append(bwd("4 inputs 3 outputs", shape, gamma=False))
     e.append(_three_inputs(shape))
     # O12: shapes resolved with known outputs
-    c = bwd("gamma longer than C", shape)
+    c = bwd("gamma longer than C", shape)  # 3.13 aborts (std::bad_alloc), the mirror refuses; 3.2 runs it
     c.ins[4] = LT(4, F32, [5])
     c.data[4] = rng_data(9, [5], positive=True)
+    c.versions["3.2"], c.mirror_expect = RUNS, REFUSED_AT_COMPILE
     e.append(c)
-    e.append(bwd("diff_gamma declared [4] for C=3", shape, out_dims=[shape, [4], [3]]))
+    # 3.13 resolves the declared [4] to [3], as the mirror does; 3.2 keeps [4] (and writes 3 values)
+    e.append(bwd("diff_gamma declared [4] for C=3", shape, out_dims=[shape, [4], [3]], versions={"3.2": RUNS},
+                 mirror_expect=RUNS))  # fmt: skip
     e.append(bwd("diff_src declared with wrong dims", shape, out_dims=[[2, 3, 4, 6], [3], [3]]))
     c = bwd("gamma shorter than C", shape)
     c.ins[4] = LT(4, F32, [2])
     c.data[4] = rng_data(9, [2], positive=True)
-    c.mirror_choice = OOB
+    c.mirror_choice, c.mirror_expect = OOB, REFUSED_AT_COMPILE
     e.append(c)
-    e.append(bwd("diff_gamma declared [2] for C=3", shape, out_dims=[shape, [2], [3]], mirror_choice=OOB))
-    e.append(bwd("diff_beta declared [1, C]", shape, out_dims=[shape, [3], [1, 3]], mirror_choice=OOB))
+    e.append(bwd("diff_gamma declared [2] for C=3", shape, out_dims=[shape, [2], [3]], mirror_choice=OOB,
+                 mirror_expect=REFUSED_AT_COMPILE))  # fmt: skip
+    e.append(bwd("diff_beta declared [1, C]", shape, out_dims=[shape, [3], [1, 3]], mirror_choice=OOB,
+                 mirror_expect=REFUSED_AT_COMPILE))  # fmt: skip
     c = bwd("diff_dst rank differs from src", shape)
     c.ins[1] = LT(1, F32, [2, 3, 20])
     e.append(c)
@@ -204,6 +214,7 @@ def _edge_cases() -> list[Case]:
     e.append(c)
     c = bwd("execute with a missing input", shape, exec_in=[0, 1, 2, 3])
     c.mirror_choice = "real 3.13 crashes or reads garbage; the mirror rejects with invalid_arguments"
+    c.mirror_expect = "add_op 0, supported 1, compile 0, execute 2"
     e.append(c)
     # strides: negative, overlapping, oversized
     for label, strides in (
@@ -218,10 +229,13 @@ def _edge_cases() -> list[Case]:
         else:
             c.ins[0] = LT(0, F32, shape, strides=strides)
         c.mirror_choice = "undefined in the real library (reads or writes outside the buffer): the mirror rejects"
+        # oversized strides: the library-allocated buffer would be 8 TiB, out_of_memory (1) when it is made
+        c.mirror_expect = "add_op 0, supported 1, compile 0, execute 1" if "oversized" in label else REFUSED_AT_COMPILE
         e.append(c)
     # N = 0
     c = bwd("N = 0", [0, 3, 2, 2])
     c.mirror_choice, c.mirror_accepts = "real leaves diff_gamma/diff_beta unwritten; the mirror writes zeros", True
+    c.mirror_expect = RUNS
     e.append(c)
     # partition policy debug, other kinds
     e.append(bwd("debug policy", shape, policy=2))
@@ -230,7 +244,7 @@ def _edge_cases() -> list[Case]:
     e.append(_fwd("inference NCX", [2, 3, 4, 4], kind=INFER))
     e.append(_fwd("inference NXC", [2, 4, 4, 3], fmt="NXC", kind=INFER))
     e.append(_fwd("forward training rank 2", [4, 3]))
-    e[-1].versions["3.2"] = "add_op 0, supported 1, compile 9"
+    e[-1].versions["3.2"], e[-1].mirror_expect = "add_op 0, supported 1, compile 9", RUNS
     c = _fwd("forward training 4 inputs", [2, 3, 4, 4])
     c.ins = c.ins[:4]
     c.data.pop(4)
