@@ -64,12 +64,22 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
+MAX_ROUNDS = 1000  # each round times every case and peer: more is a run without end, not a better median
+
+
+def _rounds(text: str) -> int:
+    n = positive_int(text)
+    if n > MAX_ROUNDS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_ROUNDS} rounds, got {text[:20]!r}")
+    return n
+
+
 def add_arguments(p: argparse.ArgumentParser, threads: bool = True) -> None:
     p.add_argument(
         "--peers", default="auto", help=f"comma-separated, of {', '.join(PEERS)} (default: the installed ones)"
     )
     rounds = p.add_mutually_exclusive_group()
-    rounds.add_argument("--rounds", type=positive_int, help=f"interleaved rounds per case (default {DEFAULT_ROUNDS})")
+    rounds.add_argument("--rounds", type=_rounds, help=f"interleaved rounds per case (default {DEFAULT_ROUNDS})")
     rounds.add_argument("--quick", action="store_true", help="3 rounds, float32 gradient only, no accuracy test")
     p.add_argument("--ops", type=_list(OPS), default=list(OPS), help="grad,forward")
     p.add_argument("--dtypes", type=_list(DTYPES), default=["float32", "bfloat16"], help="float32,bfloat16,float16")

@@ -6,7 +6,9 @@ oneDNN development wheel (``pip install 'fbnops[bench-onednn]'``, i.e.
 ``onednn-devel-cpu-gomp``, or ``onednn-devel``), and cached under
 ``$XDG_CACHE_HOME/fbnops`` (default ``~/.cache/fbnops``) by a hash of the source and the
 library.  oneDNN times only what fbnops does in float32 (it has no bfloat16 batch norm
-on AVX2, and no float16 on CPU): other dtypes are left out.
+on AVX2, and no float16 on CPU): other dtypes are left out.  The primitives run on the case's own
+inputs (``case.data``: the arrays every peer is timed on), copied into oneDNN's memory when the
+primitive is created (reordered for the blocked layout); creation is not timed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import subprocess
 from functools import cache
 from importlib import metadata
 from pathlib import Path
+
+import numpy as np
 
 from .cases import EPS, Case
 
@@ -75,13 +79,11 @@ def _library() -> ctypes.CDLL:
     so = ctypes.CDLL(str(target))
     so.fbnops_onednn_version.restype = ctypes.c_char_p
     so.fbnops_onednn_create.restype = ctypes.c_void_p
-    so.fbnops_onednn_create.argtypes = [ctypes.c_int] * 6 + [
-        ctypes.c_float,
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_int,
-    ]
+    floats = ctypes.POINTER(ctypes.c_float)
+    so.fbnops_onednn_create.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, ctypes.c_int, ctypes.c_int]
+    so.fbnops_onednn_create.argtypes += [floats] * 6 + [ctypes.c_char_p, ctypes.c_int]
     so.fbnops_onednn_run.argtypes = [ctypes.c_void_p]
+    so.fbnops_onednn_read.argtypes = [ctypes.c_void_p, ctypes.c_int, floats]
     so.fbnops_onednn_destroy.argtypes = [ctypes.c_void_p]
     return so
 
@@ -91,20 +93,35 @@ def version() -> str:
 
 
 class _Primitive:
-    """A created primitive with its memory; calling it runs it once (and waits)."""
+    """A created primitive with its memory (the case's inputs, copied in); calling it runs it once (and waits)."""
 
-    def __init__(self, so: ctypes.CDLL, handle: int):
-        self.so, self.handle = so, handle
+    def __init__(self, so: ctypes.CDLL, handle: int, case: Case):
+        self.so, self.handle, self.case = so, handle, case
         self.run = lambda: so.fbnops_onednn_run(handle)
 
     def __call__(self) -> None:
         self.run()
 
+    def results(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """After a run: (dst or diff_src in the case's layout, batch mean or diff_scale, batch variance
+        (biased) or diff_shift)."""
+        c = self.case.shape[3]
+        out = (np.empty(self.case.dims, np.float32), np.empty(c, np.float32), np.empty(c, np.float32))
+        for which, array in enumerate(out):
+            self.so.fbnops_onednn_read(self.handle, which, _pointer(array))
+        return out
+
     def __del__(self) -> None:
         self.so.fbnops_onednn_destroy(self.handle)
 
 
+def _pointer(array: np.ndarray):
+    assert array.dtype == np.float32 and array.flags.c_contiguous
+    return array.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+
+
 def onednn_call(case: Case, blocked: bool, threads: int | None = None):
+    """The primitive for ``case``, on the case's own inputs (``case.data``, as every peer is timed)."""
     if case.dtype != "float32":
         return None
     import fbnops
@@ -114,7 +131,10 @@ def onednn_call(case: Case, blocked: bool, threads: int | None = None):
     err = ctypes.create_string_buffer(512)
     layout = BLOCKED if blocked else LAYOUTS[case.layout]
     op = 0 if case.op == "grad" else 1
-    handle = so.fbnops_onednn_create(op, n, c, h, w, layout, EPS, threads or fbnops.get_num_threads(), err, 512)
+    d = {k: np.ascontiguousarray(case.data[k], np.float32) for k in ("x", "dy", "scale", "offset", "mean", "var")}
+    data = [_pointer(d[k]) for k in ("x", "dy", "scale", "offset", "mean", "var")]
+    threads = threads or fbnops.get_num_threads()
+    handle = so.fbnops_onednn_create(op, n, c, h, w, layout, EPS, threads, LAYOUTS[case.layout], *data, err, 512)
     if not handle:
         raise RuntimeError(f"oneDNN refused {case.label}: {err.value.decode()}")
-    return _Primitive(so, handle)
+    return _Primitive(so, handle, case)

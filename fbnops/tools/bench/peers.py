@@ -142,6 +142,9 @@ def _onednn_missing() -> str | None:
     return missing()
 
 
+_EXTRA_OF = {"torch": "oracle", "tensorflow": "oracle", "numba": "numba"}  # the extra that installs a peer
+
+
 @dataclass(frozen=True)
 class Peer:
     name: str
@@ -154,7 +157,7 @@ class Peer:
     def missing(self) -> str | None:
         """Why this peer cannot run here (None: it can); does not import anything heavy."""
         if self.module and not has_module(self.module):
-            return f"{self.module} is not installed"
+            return f"{self.module} is not installed (pip install 'fbnops[{_EXTRA_OF.get(self.module, 'oracle')}]')"
         if self.backend and self.name not in fbnops.available_backends():
             return f"the fbnops {self.name} backend is not available (pip install 'fbnops[{self.name}]')"
         return self.missing_reason() if self.missing_reason else None
