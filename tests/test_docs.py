@@ -1,28 +1,32 @@
 """The teaching material cannot rot.
 
-Every ```python block in docs/ runs; the site builds strictly; and every built page, opened in
-a real headless browser, shows rendered math, logs no console error and asks nothing of the
-network.
+Every ```python block in docs/ runs; the site builds strictly (with ``fbnops docs --build-only``);
+every built page, opened in a real headless browser, shows rendered math, logs no console error
+and asks nothing of the network; opened from ``file://`` too, search finds pages, no page is wider
+than a 1280 px window, and no link opens a directory; the API reference documents every public name.
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
 import importlib.util
+import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import threading
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
+from test_docs_api import public_objects
+
+from fbnops.testing import extras
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-PAGES = sorted(p for p in DOCS.rglob("*.md"))
+PAGES = sorted([*DOCS.rglob("*.md"), *DOCS.rglob("*.md.in")])  # pages, and templates of generated ones
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 # TeX that survived the build: delimiters or commands as visible text
@@ -30,7 +34,7 @@ RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\\frac|\\sum|\\mu\b|\\hat|\\sqrt")
 
 needs_docs_extra = pytest.mark.skipif(
     shutil.which("mkdocs") is None or importlib.util.find_spec("mkdocs_gen_files") is None,
-    reason="docs extra not installed (pip install -e '.[docs]')",
+    reason=extras.reason("docs"),
 )
 
 
@@ -82,22 +86,26 @@ def test_docs_reference_nothing_outside_the_project():
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
+    """The site as a user builds it: ``fbnops docs --build-only``, into $XDG_CACHE_HOME/fbnops/site."""
     if shutil.which("mkdocs") is None or importlib.util.find_spec("mkdocs_gen_files") is None:
-        pytest.skip("docs extra not installed (pip install -e '.[docs]')")
-    out = tmp_path_factory.mktemp("site")
+        pytest.skip(extras.reason("docs"))
+    cache = tmp_path_factory.mktemp("cache")
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
-        cwd=ROOT,
+        [sys.executable, "-m", "fbnops.cli", "docs", "--build-only"],
+        cwd=cache,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
         capture_output=True,
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    out = cache / "fbnops" / "site"
+    assert f"open as a file: {(out / 'index.html').as_uri()}" in result.stdout
     return out
 
 
 @needs_docs_extra
 def test_site_builds_strictly(site):
-    page = (site / "ops" / "FusedBatchNormGradV3" / "index.html").read_text()
+    page = (site / "ops" / "FusedBatchNormGradV3.html").read_text()
     for generated in (
         "reserve_space_1",
         "reserve_space_2",
@@ -110,7 +118,7 @@ def test_site_builds_strictly(site):
 
 @needs_docs_extra
 def test_math_is_rendered_at_build_time(site):
-    page = (site / "math" / "index.html").read_text()
+    page = (site / "math.html").read_text()
     assert page.count("<math") >= 5  # MathML, made by the build
     assert "mathjax" not in page.lower() and "katex" not in page.lower()
 
@@ -132,9 +140,10 @@ def test_generated_pictures_exist(site):
 
 @pytest.fixture(scope="module")
 def served(site):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    handler.log_message = lambda *args: None  # type: ignore[method-assign]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    """The site served as ``fbnops docs`` serves it (its server, on 127.0.0.1, any free port)."""
+    from fbnops.tools.docs import make_server
+
+    server = make_server(site, 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -145,7 +154,7 @@ def served(site):
 def browser():
     if CHROMIUM is None:
         pytest.skip("no Chromium on this machine (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed (docs extra)")
+    sync_api = extras.require("playwright.sync_api", "docs")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(
             executable_path=CHROMIUM,
@@ -163,7 +172,7 @@ def browser():
 
 
 def built_pages(site: Path) -> list[str]:
-    return sorted(p.relative_to(site).as_posix() for p in site.rglob("index.html") if "search" not in p.parts)
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if "search" not in p.parts)
 
 
 @needs_docs_extra
@@ -185,7 +194,10 @@ def test_every_page_in_a_browser(site, served, browser):
             ),
         )
         page.goto(f"{served}/{rel}", wait_until="networkidle")
-        text = page.inner_text("article")
+        # the article, and its table of contents (a heading's TeX shows there as text)
+        text = page.inner_text("article") + page.evaluate(
+            "document.querySelector('.md-sidebar--secondary')?.textContent || ''"
+        )
         if RAW_TEX.search(text):
             problems.append(f"{rel}: unrendered TeX near {RAW_TEX.search(text).group(0)!r}")
         math_pages += page.locator("math").count() > 0
@@ -209,3 +221,111 @@ def test_readme_example_says_what_it_computes():
     assert np.allclose(grad.offset_backprop, n * ns["offset"], atol=0.15 * n)
     assert np.allclose(grad.scale_backprop, n * ns["scale"], rtol=0.1)
     assert np.allclose(grad.x_backprop.sum(axis=(0, 1, 2)), 0.0, atol=1e-3)
+
+
+# ------------------------------------------------------------------------------ the site offline, at 1280 px
+
+WINDOW = {"width": 1280, "height": 900}
+# every internal link of a page: its href as written, and where the browser resolves it
+LINKS = """[...document.querySelectorAll('a[href]')].map(a => [a.getAttribute('href'), a.href])
+  .filter(([raw, url]) => url.startsWith(location.protocol) && !raw.startsWith('#'))"""
+# elements of the article whose right edge passes the window's, and code blocks that scroll sideways
+OVERFLOW = """[document.documentElement.scrollWidth, innerWidth,
+  [...document.querySelectorAll('article pre > code')].filter(c => c.scrollWidth > c.clientWidth + 1).length,
+  [...document.querySelectorAll('.md-typeset__scrollwrap')].filter(t => t.scrollWidth > t.clientWidth + 1).length]"""
+
+
+def _search(page, query: str) -> int:
+    """Type ``query`` into the site's search box; the number of results listed."""
+    page.fill("input.md-search__input", query)
+    page.wait_for_selector(".md-search-result__item", timeout=30_000)
+    return page.locator(".md-search-result__item").count()
+
+
+@needs_docs_extra
+def test_site_from_file_urls_at_1280_px(site, browser):
+    """Opened from the file system: no page wider than the window, no code line hidden past its block,
+    no table wider than the text, and every internal link names a page (.html) or a file, never a
+    folder a file:// browser would list."""
+    problems = []
+    page = browser.new_page(viewport=WINDOW)
+    for rel in built_pages(site):
+        if rel == "404.html":  # only a server shows it (for a URL it does not have): its links are absolute
+            continue
+        page.goto((site / rel).as_uri())
+        width, window, scrolling_code, scrolling_tables = page.evaluate(OVERFLOW)
+        if width > window:
+            problems.append(f"{rel}: {width} px wide in a {window} px window")
+        if scrolling_code:
+            problems.append(f"{rel}: {scrolling_code} code block(s) hide part of a line")
+        if scrolling_tables:
+            problems.append(f"{rel}: {scrolling_tables} table(s) wider than the text column")
+        for raw, url in page.evaluate(LINKS):
+            target = Path(unquote(urlsplit(url).path))
+            # a page (.html), or a file offered for download (a notebook, a figure): never a folder
+            if not target.is_file() or target.suffix in ("", ".md"):
+                problems.append(f"{rel}: link {raw!r} opens {target}, not a page or a file")
+    page.close()
+    assert not problems, "\n".join(problems)
+
+
+@needs_docs_extra
+def test_search_works_from_file_and_served(site, served, browser):
+    for start in ((site / "index.html").as_uri(), f"{served}/index.html"):
+        page = browser.new_page(viewport=WINDOW)
+        page.goto(start)
+        assert _search(page, "reserve space") >= 3, start
+        assert _search(page, "to_pbtxt") >= 1, start  # the API reference is indexed
+        page.close()
+
+
+@needs_docs_extra
+def test_display_sums_and_plots_are_readable(site, browser):
+    from fbnops.tools.bench.report import PLOT_DPI, PLOT_FONT_PT
+
+    page = browser.new_page(viewport=WINDOW)
+    page.goto((site / "math.html").as_uri())
+    # a display sum is drawn taller than the text around it (at text size it is about 1 em)
+    sizes = page.evaluate("""[...document.querySelectorAll('div.arithmatex mo.large-operator')].map(
+        m => m.getBoundingClientRect().height / parseFloat(getComputedStyle(document.body).fontSize))""")
+    assert sizes and min(sizes) >= 1.4, sizes
+    page.goto((site / "performance.html").as_uri())
+    shown = page.evaluate("""[...document.images].filter(i => i.src.endsWith('perf.png'))
+        .map(i => [i.clientWidth, i.naturalWidth])""")
+    assert shown, "the performance page shows no benchmark plot"
+    for width, natural in shown:  # the plot's labels at the size the page shows them
+        assert PLOT_FONT_PT * PLOT_DPI / 72 * width / natural >= 12, (width, natural)
+    page.close()
+
+
+@needs_docs_extra
+def test_every_page_of_the_docs_is_in_the_nav(site):
+    """Each Markdown page (written or generated) is reachable from the navigation."""
+    nav = (site / "index.html").read_text()
+    pages = [p.relative_to(site).as_posix() for p in site.rglob("*.html") if p.name != "404.html"]
+    missing = [p for p in pages if f'href="{p}"' not in nav and p != "index.html"]
+    assert not missing, missing
+
+
+# ------------------------------------------------------------------------------ the API reference
+
+
+@needs_docs_extra
+def test_api_reference_documents_every_public_name(site):
+    page = (site / "api.html").read_text()
+    assert "str(object=" not in page  # str's help text, once rendered for every string attribute
+    ids = set(re.findall(r'id="([^"]+)"', page))
+    missing = []
+    for path, obj in public_objects():
+        home = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}"
+        if path not in ids and home not in ids:
+            missing.append(path)
+    assert not missing, missing
+    assert "fbnops.Graph.to_pbtxt" in ids and "fbnops.raw_ops.FusedBatchNormGradV3" in ids
+
+
+@needs_docs_extra
+def test_reliability_page_shows_the_committed_run(site):
+    run = json.loads((ROOT / "docs" / "assets" / "reliability.json").read_text())
+    page = (site / "reliability.html").read_text()
+    assert "{{" not in page and f"Run of {len(run['attacks'])} attacks" in page

@@ -171,6 +171,11 @@ def compare(rows: list[dict], old: dict, threshold: float, machine: dict | None 
     return lines, regressions
 
 
+# The plot is shown at the docs' text width (about 750 CSS px at a 1280 px window): PLOT_WIDTH_IN inches
+# at PLOT_DPI keep PLOT_FONT_PT text at 12 px or more there (tests/test_docs.py measures it).
+PLOT_WIDTH_IN, PLOT_DPI, PLOT_FONT_PT = 8.0, 110, 10
+
+
 def plot(doc: dict, path: str) -> None:
     """Times per case (log scale) for fbnops, each peer and the floor; the legend sits outside the bars."""
     import matplotlib
@@ -182,20 +187,24 @@ def plot(doc: dict, path: str) -> None:
     peers = [p for p in doc["peers"] if any(f"{p}_ms" in r for r in rows)]
     names = ["fbnops", *peers, "floor"]
     y = np.arange(len(rows))
-    fig, ax = plt.subplots(figsize=(10, 0.34 * len(rows) + 2.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(PLOT_WIDTH_IN, 0.4 * len(rows) + 2.6), layout="constrained")
     height = 0.8 / len(names)
     for k, name in enumerate(names):
         label = "floor (stream 2 arrays in, 1 out)" if name == "floor" else name
         values = [r.get(f"{name}_ms", np.nan) for r in rows]
         ax.barh(y + k * height, values, height, label=label, color="0.6" if name == "floor" else None)
-    ax.set_yticks(y + 0.4 - height / 2, [" ".join(r["case"].split()) for r in rows], fontsize=7)
-    ax.invert_yaxis()
+    ax.set_yticks(y + 0.4 - height / 2, [" ".join(r["case"].split()) for r in rows], fontsize=PLOT_FONT_PT)
+    ax.tick_params(axis="x", labelsize=PLOT_FONT_PT, top=True, labeltop=True)  # a tall plot: the scale on both ends
+    ax.set_ylim(len(rows) - 0.1, -0.2)  # top to bottom, in the table's order, without empty margins
     ax.set_xscale("log")
-    ax.set_xlabel("milliseconds per call (median of interleaved rounds, log scale)")
+    ax.grid(axis="x", which="major", color="0.85", lw=0.6)
+    ax.set_axisbelow(True)
+    ax.set_xlabel("milliseconds per call (median of interleaved rounds, log scale)", fontsize=PLOT_FONT_PT + 1)
     info = doc["machine"]
-    fig.suptitle(f"fbnops {fbnops.__version__}: batch norm on {info['cpu']}, {info['threads']} threads", fontsize=10)
-    fig.legend(fontsize=8, ncols=min(len(names), 4), loc="outside lower center", frameon=False)  # cannot cover a bar
-    fig.savefig(path, dpi=110)
+    title = f"fbnops {fbnops.__version__}: batch norm on {info['cpu']}, {info['threads']} threads"
+    fig.suptitle(title, fontsize=PLOT_FONT_PT + 1, wrap=True)
+    fig.legend(fontsize=PLOT_FONT_PT, ncols=min(len(names), 4), loc="outside lower center", frameon=False)
+    fig.savefig(path, dpi=PLOT_DPI)
     plt.close(fig)
 
 
