@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 import fbnops
-from fbnops.testing.attacks import ATTACKS, CLASSES, run_attack
+from fbnops.testing.attacks import ATTACKS, VERDICTS, run_attack, summary
 from fbnops.testing.fuzz import Runner, Tally, random_case
 from fbnops.testing.reliability import (
     gil_release_speedup,
@@ -67,37 +67,29 @@ def determinism(backend: str) -> bool:
     return all(all(np.array_equal(a, b) for a, b in zip(outs[0], o, strict=True)) for o in outs[1:])
 
 
-VERDICTS = ("crash", "hang", "untyped", "wrong")
-
-
-def attacks(jobs: int, only: set[int] | None = None) -> tuple[dict, list]:
-    """Run every attack (``jobs`` processes at a time); per-class counts and the failures."""
+def attacks(jobs: int, only: set[int] | None = None) -> dict:
+    """Run every attack (``jobs`` processes at a time); the run as :func:`fbnops.testing.attacks.summary`."""
     chosen = [a for a in ATTACKS if only is None or a.cls in only]
+    t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(run_attack, chosen))
-    table = {c: dict.fromkeys(("tried", "pass", *VERDICTS), 0) for c in sorted({a.cls for a in chosen})}
-    failures = []
-    for attack, (verdict, outcome) in zip(chosen, results, strict=True):
-        table[attack.cls]["tried"] += 1
-        table[attack.cls][verdict] += 1
-        if verdict != "pass":
-            failures.append((attack.cls, attack.name, verdict, str(outcome).replace("\n", " ")[:300]))
-    return table, failures
+    return summary(
+        [(a, verdict, outcome) for a, (verdict, outcome) in zip(chosen, results, strict=True)],
+        time.perf_counter() - t0,
+        jobs,
+    )
 
 
-def _row(name: str, r: dict) -> str:
-    return f"  {name:<34} {r['tried']:>5} {r['crash']:>7} {r['hang']:>5} {r['untyped']:>7} {r['wrong']:>5}"
-
-
-def print_attacks(table: dict, failures: list, seconds: float) -> None:
-    tried = sum(r["tried"] for r in table.values())
-    print(f"hostile input (issue 15): {tried} attacks in {seconds:.0f} s, each in its own process")
-    print(f"  {'class':<34} {'tried':>5} {'crashes':>7} {'hangs':>5} {'untyped':>7} {'wrong':>5}")
-    for c, r in table.items():
-        print(_row(f"{c}. {CLASSES[c]}", r))
-    print(_row("total", {k: sum(r[k] for r in table.values()) for k in ("tried", *VERDICTS)}))
-    for c, name, verdict, outcome in failures:
-        print(f"  FAIL [{c}] {name}: {verdict}: {outcome}")
+def print_attacks(doc: dict) -> None:
+    columns = ("tried", *VERDICTS)
+    print(f"hostile input (issue 15): {len(doc['attacks'])} attacks in {doc['seconds']:.0f} s, each in its own process")
+    print(f"  {'class':<34}" + "".join(f" {c:>10}" for c in columns))
+    for number, row in doc["classes"].items():
+        print(f"  {number + '. ' + row['name']:<34}" + "".join(f" {row[c]:>10}" for c in columns))
+    print(f"  {'total':<34}" + "".join(f" {sum(r[c] for r in doc['classes'].values()):>10}" for c in columns))
+    for e in doc["attacks"]:
+        if e["verdict"] != "pass":
+            print(f"  FAIL [{e['class']}] {e['name']}: {e['verdict']}: {e['outcome']}")
 
 
 def issue8_figures(long: bool) -> bool:
@@ -144,15 +136,20 @@ def main(argv=None) -> int:
     p.add_argument("--long", action="store_true", help="with --full: 20,000 fuzz cases instead of 1,200")
     p.add_argument("--jobs", type=int, default=2, help="attacks run at the same time (default 2)")
     p.add_argument("--class", dest="classes", type=int, action="append", help="only this class (repeatable)")
-    p.add_argument("--json", help="also write the per-class table and the failures to this file")
+    p.add_argument(
+        "--json", help="also write the run (per-class counts, every attack's verdict) to this file; "
+        "docs/assets/reliability.json is the docs page's source"
+    )
     args = p.parse_args(argv)
-    t0 = time.perf_counter()
-    table, failures = attacks(max(1, args.jobs), set(args.classes) if args.classes else None)
-    print_attacks(table, failures, time.perf_counter() - t0)
+    if args.json and args.classes:
+        p.error("--json records a whole run: leave out --class")
+    doc = attacks(max(1, args.jobs), set(args.classes) if args.classes else None)
+    print_attacks(doc)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"classes": {CLASSES[c]: r for c, r in table.items()}, "failures": failures}, f, indent=1)
-    ok = not failures
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+    ok = all(e["verdict"] == "pass" for e in doc["attacks"])
     if args.full:
         ok = issue8_figures(args.long) and ok
     return 0 if ok else 1

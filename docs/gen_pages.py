@@ -1,5 +1,6 @@
 """Pages generated at build time (mkdocs-gen-files): one op reference page per op spec,
-and the performance page's tables from the committed benchmark results."""
+the performance page's tables from the committed benchmark results, and the hostile-input
+page's figures from the committed run of the attacks (``docs/assets/reliability.json``)."""
 
 from __future__ import annotations
 
@@ -147,6 +148,24 @@ def bound_measurement() -> str:
     return "Measured (`python -m fbnops.tools.bench.bound`):\n\n```text\n" + path.read_text().rstrip() + "\n```\n"
 
 
-template = Path("docs/performance.md.in").read_text()
-with mkdocs_gen_files.open("performance.md", "w") as f:
-    f.write(template.replace("{{ tables }}", performance_tables()).replace("{{ bound }}", bound_measurement()))
+def reliability_figures() -> str:
+    """The hostile-input table from the committed run of ``benchmarks/reliability.py --json``."""
+    path = Path("docs/assets/reliability.json")
+    if not path.exists():
+        return "*No run is committed yet: run* `python benchmarks/reliability.py --json " + str(path) + "`.\n"
+    from fbnops.testing.attacks import markdown
+
+    return markdown(json.loads(path.read_text()))
+
+
+def page_from_template(page: str, **fills: str) -> None:
+    """``docs/<page>.in`` with each ``{{ name }}`` replaced, written as ``<page>``."""
+    text = Path(f"docs/{page}.in").read_text()
+    for name, value in fills.items():
+        text = text.replace("{{ " + name + " }}", value)
+    with mkdocs_gen_files.open(page, "w") as f:
+        f.write(text)
+
+
+page_from_template("performance.md", tables=performance_tables(), bound=bound_measurement())
+page_from_template("reliability.md", attacks=reliability_figures())

@@ -1,10 +1,12 @@
-"""Reliability: NaN/Inf like TensorFlow, concurrency, memory, determinism (issue 8).
+"""Reliability: NaN/Inf like TensorFlow, concurrency, memory, determinism (issue 8); the hostile-input
+attacks of issue 15, each in its own process, against the figures the docs page shows.
 
 The figures these tests assert are printed by ``python benchmarks/reliability.py``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,6 +14,9 @@ import numpy as np
 import pytest
 
 import fbnops
+from fbnops.testing._attack_base import RESOURCE_EXHAUSTED
+from fbnops.testing._attack_base import attack as make_attack
+from fbnops.testing.attacks import ATTACKS, VERDICTS, Attack, markdown, run_attack
 from fbnops.testing.params import backend_params, compiled_backend_params
 from fbnops.testing.reliability import (
     peak_extra_memory,
@@ -87,3 +92,69 @@ def test_kernels_release_the_gil(backend):
     """While one thread runs kernels, another keeps a good share of its Python throughput (~0 if the GIL
     were held; about 0.5-0.9 measured, lower when the machine is shared, hence the margin)."""
     assert python_progress_during_kernels(backend) > 0.2
+
+
+# ------------------------------------------------------------------------------ the hostile-input attacks (issue 15)
+
+RELIABILITY_JSON = Path(__file__).resolve().parent.parent / "docs" / "assets" / "reliability.json"
+
+
+def _committed_run() -> dict:
+    return json.loads(RELIABILITY_JSON.read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: f"{a.cls}-{a.name}")
+def test_attack_ends_as_documented(attack):
+    """Each attack in its own process: no crash or hang, the documented error class or the checked numbers;
+    and the docs page's figures (the committed run) say the same of it."""
+    verdict, outcome = run_attack(attack)
+    assert verdict == "pass", f"{verdict} (expected {attack.expect} {attack.raises}): {outcome}"
+    recorded = {(e["class"], e["name"]): e["verdict"] for e in _committed_run()["attacks"]}
+    assert recorded.get((attack.cls, attack.name)) == verdict, "docs/assets/reliability.json is stale: refresh it"
+
+
+def test_committed_run_is_a_whole_run_of_these_attacks():
+    """The figures on the docs page come from a run of exactly today's attacks, and add up."""
+    doc = _committed_run()
+    assert [(e["class"], e["name"], e["expect"], e["raises"]) for e in doc["attacks"]] == [
+        (a.cls, a.name, a.expect, a.raises) for a in ATTACKS
+    ]
+    for number, row in doc["classes"].items():
+        verdicts = [e["verdict"] for e in doc["attacks"] if str(e["class"]) == number]
+        assert row["tried"] == len(verdicts) == sum(row[k] for k in ("pass", *VERDICTS))
+        assert all(row[k] == verdicts.count(k) for k in ("pass", *VERDICTS)), (number, row)
+    assert f"| | **total** | **{len(ATTACKS)}** |" in markdown(doc)
+
+
+HUGE = [1 << 20, 1 << 20, 1, 3]  # 12 TiB of float32
+
+
+def _variant(name: str, old: str, new: str) -> Attack:
+    """A copy of attack ``name`` with its code mutated: the runner must notice the mutation."""
+    original = next(a for a in ATTACKS if a.name == name)
+    assert old in original.code
+    return dataclasses.replace(original, code=original.code.replace(old, new))
+
+
+@pytest.mark.parametrize(
+    "attack, verdict",
+    [
+        # a typed error of another class than the documented one
+        (make_attack(3, "t", "from fbnops.errors import InvalidArgumentError as E; raise E('x')",
+                     raises=RESOURCE_EXHAUSTED), "wrong type"),
+        (make_attack(3, "t", "raise KeyError('k')", raises=RESOURCE_EXHAUSTED), "untyped"),
+        (make_attack(3, "t", "result = 1", raises=RESOURCE_EXHAUSTED), "wrong"),
+        # a subclass of the documented class passes (RunFileResourceError is a ResourceExhaustedError)
+        (make_attack(3, "t", f"run_doc(doc_with(['ops', 0, 'inputs', 'x'], {{'random': {{'shape': {HUGE}}}}}))",
+                     raises=RESOURCE_EXHAUSTED), "pass"),
+        # no error where one is required: the inputs-unchanged check no longer passes vacuously
+        (_variant("raw_ops error leaves the inputs unchanged", "np.ones(5, F)", "np.ones(3, F)"), "wrong"),
+        # an output written before the refusal: the guard bytes are read, and differ
+        (_variant("DirectML refused dispatch writes no output", "dml_grad(offset=-16, bound=outs)",
+                  "dml_grad(bound=outs); dml_grad(offset=-16)"), "wrong"),
+    ],
+    ids=["wrong-type", "untyped", "no-error", "subclass", "inputs-check-needs-the-error", "guard-bytes-read"],
+)
+def test_the_attack_runner_can_fail(attack, verdict):
+    assert run_attack(attack)[0] == verdict

@@ -3,7 +3,9 @@
 # ruff: noqa: E501  (a table of attack source code)
 from __future__ import annotations
 
-from ._attack_base import Attack
+from ._attack_base import DNNL_ERROR as DNNL
+from ._attack_base import INVALID_ARGUMENT as INVALID
+from ._attack_base import JAVA_ILLEGAL_ARGUMENT, NOT_FOUND, RUN_FILE_ERROR, RUN_FILE_TOO_BIG, Attack
 from ._attack_base import attack as _a
 
 _BAD_PBTXT = {
@@ -35,14 +37,19 @@ _BAD_RUN_DOCS = {
 
 OUTPUT_ATTACKS: list[Attack] = [
     # 5 -------------------------------------------------------------- malformed files
-    *[_a(5, f"GraphDef pbtxt: {k}", f"pbtxt({v!r})") for k, v in _BAD_PBTXT.items() if "nesting" not in k],
-    _a(5, "GraphDef pbtxt: deep nesting", "pbtxt('a ' + '{ a ' * 100000 + '}' * 100000)"),
     *[
-        _a(5, f"run file: {k}", f"run_doc({v})")
+        _a(5, f"GraphDef pbtxt: {k}", f"pbtxt({v!r})", raises=NOT_FOUND if k == "unknown op" else INVALID)
+        for k, v in _BAD_PBTXT.items()
+        if "nesting" not in k
+    ],
+    _a(5, "GraphDef pbtxt: deep nesting", "pbtxt('a ' + '{ a ' * 100000 + '}' * 100000)", raises=INVALID),
+    *[
+        _a(5, f"run file: {k}", f"run_doc({v})", raises=RUN_FILE_TOO_BIG if "huge" in k else RUN_FILE_ERROR)
         for k, v in _BAD_RUN_DOCS.items()
         if k not in ("1e40 into a float32 literal",)
     ],
-    _a(5, "run file (YAML): deep nesting", "run_doc('a: ' + '[' * 100000 + ']' * 100000, '.yaml')"),
+    _a(5, "run file (YAML): deep nesting", "run_doc('a: ' + '[' * 100000 + ']' * 100000, '.yaml')",
+       raises=RUN_FILE_ERROR),
     _a(
         5,
         "chain of 100,000 ops: import, run, differentiate",
@@ -77,6 +84,7 @@ q = g.add_operation("q", "Placeholder", [], {"dtype": np.dtype(F), "shape": None
 y = g.add_operation("y", "AddN", [p, q], {}).output(0)
 Session(g).run(y, {p: np.ones((2, 3), F), q: np.ones((3, 3), F)})
 """,
+        raises=INVALID,
     ),
     _a(
         6,
@@ -88,10 +96,14 @@ p = g.add_operation("p", "Placeholder", [], {"dtype": np.dtype(F), "shape": (1, 
 q = g.add_operation("q", "Placeholder", [], {"dtype": np.dtype(F), "shape": (3,)}).output(0)
 g.add_operation("y", "AddN", [p, q], {})
 """,
+        raises=INVALID,
     ),
-    _a(6, "GraphDef literal 1e40 into float32", "pbtxt(const_node('dtype: DT_FLOAT float_val: 1e40'))"),
+    _a(6, "GraphDef literal 1e40 into float32", "pbtxt(const_node('dtype: DT_FLOAT float_val: 1e40'))", raises=INVALID),
     _a(
-        6, "GraphDef literal 2^40 into int32", "pbtxt(const_node('dtype: DT_INT32 int_val: 1099511627776', 'DT_INT32'))"
+        6,
+        "GraphDef literal 2^40 into int32",
+        "pbtxt(const_node('dtype: DT_INT32 int_val: 1099511627776', 'DT_INT32'))",
+        raises=INVALID,
     ),
     _a(
         6,
@@ -106,9 +118,11 @@ v = s.constant(np.ones(3, F), name="v")
 s.add_op("FusedBatchNormV3", [x, v, v, v, v], {"epsilon": 0.001})
 pbtxt(s.graph.to_pbtxt().replace("f: 0.001", "f: 1e40"))
 """,
+        raises=INVALID,
     ),
-    _a(6, "run file literal 1e40 into float32", f"run_doc({_BAD_RUN_DOCS['1e40 into a float32 literal']})"),
-    _a(6, "raw_ops epsilon 1e40", "raw_grad(epsilon=1e40)"),
+    _a(6, "run file literal 1e40 into float32", f"run_doc({_BAD_RUN_DOCS['1e40 into a float32 literal']})",
+       raises=RUN_FILE_ERROR),
+    _a(6, "raw_ops epsilon 1e40", "raw_grad(epsilon=1e40)", raises=INVALID),
     _a(
         6,
         "raw_ops epsilon -1e40 (forward)",
@@ -117,6 +131,7 @@ import fbnops
 fbnops.raw_ops.FusedBatchNormV3(x=np.ones((2, 2, 2, 3), F), scale=np.ones(3, F), offset=np.ones(3, F),
                                 mean=np.ones(3, F), variance=np.ones(3, F), epsilon=-1e40)
 """,
+        raises=INVALID,
     ),
     _a(
         6,
@@ -126,6 +141,7 @@ import fbnops
 fbnops.raw_ops.FusedBatchNormV3(x=np.ones((2, 2, 2, 3), F), scale=np.ones(3, F), offset=np.ones(3, F),
                                 mean=np.ones(3, F), variance=np.ones(3, F), exponential_avg_factor=1e300)
 """,
+        raises=INVALID,
     ),
     _a(
         6,
@@ -151,6 +167,7 @@ x = np.ones((2, 2, 2, 3), F); v = np.ones(3, F)
 java.FusedBatchNormGradV3.create(s, c("dy", x), c("x", x), c("s", v), c("m", v), c("v", v), c("r", v),
                                  java.FusedBatchNormGradV3.epsilon(1e40))
 """,
+        raises=JAVA_ILLEGAL_ARGUMENT,
     ),
     # 7 -------------------------------------------------------------- typed errors
     _a(
@@ -164,12 +181,14 @@ x = g.add_operation("x", "Placeholder", [], {"dtype": np.dtype(F), "shape": (2,)
 g.add_operation("bn", "Identity", [x], {})
 Session(g).run("bn:9")
 """,
+        raises=INVALID,
     ),
     _a(
         7,
         "Session.run(3)",
         "from fbnops.framework.graph import Graph\nfrom fbnops.framework.session import Session\n"
         "Session(Graph()).run(3)",
+        raises=INVALID,
     ),
     _a(
         7,
@@ -206,6 +225,7 @@ g = java.Graph(); s = g.baseScope()
 v = java.Constant.create(s.withName("v"), np.ones(3, F))
 java.FusedBatchNormGradV3.create(s, None, None, v, v, v, v)
 """,
+        raises=JAVA_ILLEGAL_ARGUMENT,
     ),
     _a(
         7,
@@ -222,7 +242,8 @@ result = "ok"
         "ok",
     ),
     *[
-        _a(7, f"kernel plan helper ({where}) with zero sizes {args}", f"result = {call}(*{args!r})", "either")
+        _a(7, f"kernel plan helper ({where}) with zero sizes {args}", f"result = {call}(*{args!r})", "either",
+           raises=INVALID)
         for where, call in (
             ("Python", "__import__('fbnops.kernels._plan', fromlist=['plan']).plan"),
             ("Cython", "__import__('fbnops.kernels._cython._tools', fromlist=['plan']).plan"),
@@ -236,6 +257,7 @@ result = "ok"
 out = np.full(24, -7.0, F); out.flags.writeable = False
 dnnl_grad(out_buf=out)
 """,
+        raises=DNNL,
     ),
     _a(
         7,
@@ -244,6 +266,7 @@ dnnl_grad(out_buf=out)
 stat = np.empty(3, F)
 dnnl_grad(stats_out=(stat, stat))
 """,
+        raises=DNNL,
     ),
     _a(
         7,
@@ -257,6 +280,7 @@ assert np.array_equal(got, want)
 result = "same numbers"
 """,
         "either",
+        raises=DNNL,
     ),
     _a(
         7,
@@ -267,20 +291,24 @@ class Bad:
     def __dlpack_device__(self): return (1, 0)
 raw_grad(x=Bad())
 """,
+        raises=INVALID,
     ),
     # 8 -------------------------------------------------------------- nothing lost
     _a(
         8,
         "raw_ops error leaves the inputs unchanged",
         """
+from fbnops.errors import InvalidArgumentError
 kw = grad_inputs()
 before = {k: v.copy() for k, v in kw.items() if isinstance(v, np.ndarray)}
 try:
-    raw_grad(**dict(kw, scale=np.ones(5, F)))
-except Exception as e:
-    assert type(e).__module__.startswith("fbnops"), e
+    raw_grad(**dict(kw, scale=np.ones(5, F)))  # 5 scales for 3 channels
+except InvalidArgumentError:
+    pass
+else:
+    raise AssertionError("accepted a scale of 5 values for 3 channels")
 assert all(np.array_equal(before[k], kw[k]) for k in before)
-result = "unchanged"
+result = "refused, inputs unchanged"
 """,
         "ok",
     ),
@@ -291,14 +319,17 @@ result = "unchanged"
 from fbnops.framework.graph import Graph
 from fbnops.framework.graphdef import graph_from_pbtxt
 g = Graph.from_pbtxt('node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }')
+from fbnops.errors import OpError
 before = g.to_pbtxt()
-try:
+try:  # a valid first node, then a Transpose of a float by a float permutation
     graph_from_pbtxt('node { name: "y" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }'
                      'node { name: "z" op: "Transpose" input: "y" input: "y" }', g)
-except Exception as e:
-    assert type(e).__module__.startswith("fbnops"), e
+except OpError:
+    pass
+else:
+    raise AssertionError("imported a Transpose whose permutation is a float")
 assert g.to_pbtxt() == before
-result = "unchanged"
+result = "refused, graph unchanged"
 """,
         "ok",
     ),
@@ -348,12 +379,18 @@ result = "intact"
         "DirectML refused dispatch writes no output",
         """
 from bindings_mirror import directml as dml
+written = []
+dml_grad(bound=written)  # the same call with a valid binding: the guard check sees its writes
+assert not any(unwritten(b) for b in written), "an accepted dispatch left an output unwritten"
+outs = []
 try:
-    outs = dml_grad(offset=-16)
+    dml_grad(offset=-16, bound=outs)
 except dml.HRESULTError:
-    result = "refused"
+    pass
 else:
     raise AssertionError("accepted a negative offset")
+assert len(outs) == 3 and all(unwritten(b) for b in outs), "a refused dispatch wrote into an output"
+result = "refused, outputs untouched"
 """,
         "ok",
     ),

@@ -47,11 +47,16 @@ def bits(out):
     return b"".join(np.asarray(o).tobytes() for o in out)
 
 
-def dml_grad(in_strides=None, out_strides=None, offset=0, size=96, resource=96, total=None, sizes=None, guard=0):
+GUARD = -7.0  # what every output buffer holds before a call: any byte that differs was written
+
+
+def dml_grad(in_strides=None, out_strides=None, offset=0, size=96, resource=96, total=None, sizes=None, guard=0,
+             bound=None):
     """One DirectML BATCH_NORMALIZATION_GRAD with the given InputTensor strides, output strides and
-    binding; returns the three output bindings (filled with -7 before the call).  ``guard`` > 0:
+    binding; returns the three output bindings (filled with :data:`GUARD` before the call).  ``guard`` > 0:
     OutputGradient's buffer has that many bytes beyond the tensor (its binding does not), so a
-    write past the tensor can be seen."""
+    write past the tensor can be seen.  ``bound``: a list that receives the output bindings before the
+    dispatch runs, so a caller can read them after a refused one (:func:`unwritten`)."""
     from bindings_mirror import directml as dml
 
     f32, shape, stat = dml.DML_TENSOR_DATA_TYPE_FLOAT32, sizes or [2, 3, 2, 2], [1, 3, 1, 1]
@@ -85,16 +90,25 @@ def dml_grad(in_strides=None, out_strides=None, offset=0, size=96, resource=96, 
     )
     if guard:
         dx_bytes = dx_desc.Desc.TotalTensorSizeInBytes
-        outs = [buf(max(dx_bytes, 16) + guard, -7.0), buf(16, -7.0), buf(16, -7.0)]
+        outs = [buf(max(dx_bytes, 16) + guard, GUARD), buf(16, GUARD), buf(16, GUARD)]
         outs[0].Desc.SizeInBytes = dx_bytes
     else:
-        outs = [buf(96, -7.0), buf(12, -7.0), buf(12, -7.0)]
+        outs = [buf(96, GUARD), buf(12, GUARD), buf(12, GUARD)]
     table.BindOutputs(outs)
+    if bound is not None:
+        bound.extend(outs)
     cmd = dml.D3D12CreateDevice().CreateCommandList()
     dev.CreateCommandRecorder().RecordDispatch(cmd, compiled, table)
     cmd.Close()
     dml.ID3D12CommandQueue().ExecuteCommandLists([cmd])
     return outs
+
+
+def unwritten(binding) -> bool:
+    """True if every byte of a DirectML output binding's whole buffer still holds :data:`GUARD`."""
+    res = binding.Desc.Buffer
+    raw = res.Readback(np.uint8, (res.GetDesc()["Width"],)).tobytes()
+    return raw == np.full(len(raw) // 4, GUARD, F).tobytes()
 
 
 def dnnl_grad(
