@@ -10,7 +10,9 @@ Model (docs/distributed.md): one Allgather in which each rank receives ``bytes``
 messages and ``beta`` from the slope over the largest, then times one layer's forward +
 gradient (three ResNet-50-like layers, the batch split across the ranks) with ``reproducible=False``
 and ``True``, against ``raw_ops`` on one rank's share (``--no-step``: Allgather only;
-``--serial``: the step timings alone, in this process through ``SerialComm``).
+``--serial``: the step timings alone, in this process through ``SerialComm``, where the
+default mode is ``raw_ops`` itself and only the reproducible mode runs the staged path;
+``benchmarks/bench_sync_bn.py`` measures the staged path's overhead per collective).
 
 Oversubscribed machines (more ranks than free cores) measure the scheduler more than the
 network: compare like with like.

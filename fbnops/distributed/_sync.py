@@ -1,145 +1,244 @@
-"""One synchronized sum: a header that every rank checks, and float64 totals in rank order.
+"""One synchronized op on one rank: guarded local stages, and collectives that carry every rank's status.
 
-The first collective of each op carries a small header next to the payload::
+The first collective of each op carries a header next to the payload::
 
-    [status, samples, count, channels, dtype, data_format, digest] + payload
+    [status, samples, count, channels, dtype, data_format, op,
+     epsilon, exponential_avg_factor, is_training, reproducible, param_grads] + payload
 
 so that a rank whose input failed validation, or whose attributes differ, still joins
-the collective, and every rank then raises the same error (no rank waits forever
-for a peer that gave up).  The totals are the gathered float64 rows added in rank
-order, never an MPI reduction, whose order belongs to the library.
+the collective and every rank raises the same error.  The attributes travel as their
+values (float64 holds every float32 attr exactly) and are compared bit for bit: no
+digest that two different values could share.
 
-Past :data:`REDUCE_SCATTER_FROM` ranks, a communicator with ``alltoall`` sums by
-reduce-scatter instead: rank ``j`` adds slice ``j`` of every rank's row (still in rank
-order, so the bits are the same) and an allgather shares the slices.  Each rank then
-receives about twice the payload instead of ``size`` times it.
+Every later collective carries the rank's status word, and the op ends with a status
+round: a local stage that fails on one rank (a kernel, a finish step, the running
+statistics) makes that rank join the remaining collectives with zeros and its status
+set, so every rank raises the same typed error, naming the failing rank, the stage
+and the original error, instead of waiting for a peer that gave up.
+
+The totals are the gathered float64 rows added in rank order, never an engine's
+reduction.  Past :data:`REDUCE_SCATTER_FROM` ranks, a communicator with ``alltoall``
+sums by reduce-scatter instead: rank ``j`` adds slice ``j`` of every rank's row (still
+in rank order, so the bits are the same) and an allgather shares the slices.
 """
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Sequence
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..framework import errors as _errors
+from . import _tree
+from ._failures import describe, error_for, kind_of
 from .comm import Communicator, sum_in_rank_order
 
-__all__ = ["Header", "exchange", "REDUCE_SCATTER_FROM"]
+__all__ = ["Header", "Run", "REDUCE_SCATTER_FROM", "HEADER"]
 
 REDUCE_SCATTER_FROM = 32  # ranks; below it one allgather (one latency) is cheaper
-HEADER = 7
-FIELDS = ("status", "samples", "count", "channels", "dtype", "data_format", "digest")
-_ERRORS = (
-    None,
-    _errors.InvalidArgumentError,
-    _errors.ResourceExhaustedError,
-    _errors.UnimplementedError,
-    _errors.InternalError,
-)
+FIELDS = ("status", "samples", "count", "channels", "dtype", "data_format", "op")
+ATTRS = ("epsilon", "exponential_avg_factor", "is_training", "reproducible", "param_grads")
+HEADER = len(FIELDS) + len(ATTRS)
 _ERROR_TEXT = 1024  # bytes of the failing rank's message, sent only when some rank failed
-_FORMATS = ("NHWC", "NCHW", "NDHWC", "NCDHW")
+_CHOICES = {
+    "dtype": ("float32", "float16", "bfloat16"),
+    "data_format": ("NHWC", "NCHW", "NDHWC", "NCDHW"),
+    "op": ("FusedBatchNormV3", "FusedBatchNormGradV3"),
+    "param_grads": ("global", "local"),
+}
+_ABSENT = -1.0  # an attribute the op does not have (the gradient has no averaging factor)
 
 
-def _code(name: str) -> float:
-    return float(zlib.crc32(name.encode()))  # < 2**32: exact in float64
+def _index(field: str, value: Any) -> float:
+    choices = _CHOICES[field]
+    return float(choices.index(value)) if value in choices else _ABSENT
 
 
 class Header:
-    """This rank's header: its status (and error), its shard and a digest of its attributes."""
+    """This rank's header: its status (and error), its shard and its attributes, as float64 values."""
 
     def __init__(self, op: str):
         self.op = op
         self.error: BaseException | None = None
+        self.stage: str | None = None
         self.values = np.zeros(HEADER, np.float64)
+        self.values[FIELDS.index("op")] = _index("op", op)
 
     def describe(self, *, samples: int, count: int, channels: int, dtype: np.dtype, data_format: str, attrs) -> None:
-        fmt = _FORMATS.index(data_format) if data_format in _FORMATS else -1
-        digest = _code(repr(sorted((k, repr(v)) for k, v in attrs.items())))
-        self.values[1:] = (samples, count, channels, _code(np.dtype(dtype).name), fmt, digest)
+        kinds = (_index("dtype", np.dtype(dtype).name), _index("data_format", data_format))
+        self.values[1:6] = (samples, count, channels, *kinds)
+        for i, name in enumerate(ATTRS, start=len(FIELDS)):
+            value = attrs.get(name, _ABSENT)
+            self.values[i] = _index(name, value) if name in _CHOICES else float(value)
 
-    def fail(self, error: BaseException, channels_guess: int) -> None:
-        self.error = error
-        kind = next((i for i, t in enumerate(_ERRORS) if t is not None and type(error) is t), 1)
-        if not isinstance(error, _errors.OpError):
-            kind = _ERRORS.index(_errors.InternalError)
-        self.values[:] = 0
-        self.values[0] = kind
-        self.values[3] = channels_guess
+    def fail(self, error: BaseException, channels_guess: int | None = None, stage: str | None = None) -> None:
+        """Record the first failure; ``stage`` None means validation (the header's fields are then void)."""
+        if self.error is not None:
+            return
+        self.error, self.stage = error, stage
+        if stage is None:
+            op = self.values[FIELDS.index("op")]
+            self.values[:] = 0
+            self.values[FIELDS.index("op")] = op
+            self.values[3] = channels_guess or 0
+        self.values[0] = kind_of(error)
 
-
-def exchange(
-    comm: Communicator, payload: np.ndarray, header: Header | None = None, *, reduce_scatter: bool | None = None
-) -> tuple[np.ndarray | None, np.ndarray]:
-    """Gather ``header`` (if any) with ``payload``; return all headers ``(size, 7)`` and the rank-order total.
-
-    Raises on every rank, with the same message, if any rank failed or disagreed.
-    """
-    payload = np.ascontiguousarray(payload, dtype=np.float64).ravel()
-    h = header.values if header is not None else np.zeros(0)
-    if reduce_scatter is None:
-        reduce_scatter = comm.size >= REDUCE_SCATTER_FROM and hasattr(comm, "alltoall")
-    if reduce_scatter and comm.size > 1:
-        headers, total = _reduce_scatter(comm, h, payload, header)
-    else:
-        rows = comm.allgather(np.concatenate([h, payload]))
-        headers = rows[:, : h.size] if header is not None else None
-        if header is not None:
-            check(comm, headers, header)
-        total = sum_in_rank_order(rows[:, h.size :])
-    return headers, total
+    @property
+    def channels(self) -> int:
+        return int(self.values[3])
 
 
-def _reduce_scatter(comm, h: np.ndarray, payload: np.ndarray, header: Header | None):
-    p, k = comm.size, payload.size
-    m = -(-k // p)  # slice length (the last slices are padded with zeros)
-    padded = np.zeros(p * m)
-    padded[:k] = payload
-    sends = np.concatenate([np.broadcast_to(h, (p, h.size)), padded.reshape(p, m)], axis=1)
-    got = comm.alltoall(sends)  # row i: rank i's header and its slice number `comm.rank`
-    headers = got[:, : h.size] if header is not None else None
-    if header is not None:
-        check(comm, headers, header)
-    mine = sum_in_rank_order(got[:, h.size :])
-    return headers, comm.allgather(mine).ravel()[:k]
+class _Engine:
+    """A communicator whose own failures (an engine error, a broken connection) become a typed
+    error naming this rank; ``fbnops.errors`` errors (a peer's failure seen by ThreadComm) pass."""
+
+    def __init__(self, comm: Communicator, op: str):
+        self.comm, self.op = comm, op
+        self.rank, self.size = comm.rank, comm.size
+        self.has_alltoall = hasattr(comm, "alltoall")
+
+    def _call(self, name: str, *args: Any) -> Any:
+        try:
+            return getattr(self.comm, name)(*args)
+        except _errors.OpError:
+            raise
+        except Exception as e:  # noqa: BLE001 - typed, with the engine's own words
+            raise _errors.InternalError(
+                f"{self.op} failed on rank {self.rank} in {name}: {describe(e)}", self.op
+            ) from e
+
+    def allgather(self, a: np.ndarray) -> np.ndarray:
+        return self._call("allgather", a)
+
+    def allgatherv(self, a: np.ndarray, rows: Any) -> list[np.ndarray]:
+        return self._call("allgatherv", a, rows)
+
+    def alltoall(self, a: np.ndarray) -> np.ndarray:
+        return self._call("alltoall", a)
 
 
-def check(comm: Communicator, headers: np.ndarray, header: Header) -> None:
-    """Raise the same error on every rank if any rank failed, or the ranks disagree."""
-    status = headers[:, 0]
-    if status.any():
+class Run:
+    """One op on one rank: runs its local stages, joins its collectives, and raises what any rank raised."""
+
+    def __init__(self, comm: Communicator, header: Header):
+        self.comm, self.header = _Engine(comm, header.op), header
+        self.headers: np.ndarray | None = None  # every rank's header, after the first collective
+
+    def stage(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args)``, or None once this rank has failed (then the failure waits for the next collective)."""
+        if self.header.error is not None:
+            return None
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - every rank raises it at the next collective
+            self.header.fail(e, stage=name)
+            return None
+
+    @property
+    def failed(self) -> bool:
+        return self.header.error is not None
+
+    def total(self, payload: np.ndarray | None, width: int) -> np.ndarray:
+        """The rank-order total of every rank's ``payload`` (zeros from a rank with none, or that failed)."""
+        payload = _payload(payload, width, self.failed)
+        first = self.headers is None
+        head = self.header.values if first else self.header.values[:1]
+        reduce_scatter = self.comm.size >= REDUCE_SCATTER_FROM and self.comm.has_alltoall
+        if reduce_scatter:
+            heads, total = _reduce_scatter(self.comm, head, payload, self._check if first else self._check_status)
+        else:
+            rows = self.comm.allgather(np.concatenate([head, payload]))
+            heads = rows[:, : head.size]
+            (self._check if first else self._check_status)(heads)
+            total = sum_in_rank_order(rows[:, head.size :])
+        if first:
+            self.headers = heads
+        return total
+
+    @property
+    def count(self) -> int:
+        """Elements per channel over the global batch (after the first collective)."""
+        return int(self.headers[:, 2].sum())
+
+    def tree(self, leaves: np.ndarray | None, width: int) -> np.ndarray:
+        """The canonical-tree total of every rank's per-sample ``leaves`` (see :mod:`._tree`)."""
+        counts = self.headers[:, 1].astype(np.int64)
+        if leaves is None or self.failed:
+            leaves = np.zeros((int(counts[self.comm.rank]), width))
+        head = np.zeros(width)
+        head[0] = self.header.values[0]
+        leaves = np.ascontiguousarray(leaves, dtype=np.float64)  # this op's own: the tree's workspace
+        heads, total = _tree.tree_total(self.comm, leaves, counts, head, overwrite=True)
+        self._check_status(heads)
+        return total
+
+    def close(self) -> None:
+        """The status round: a stage that failed after the last collective still reaches every rank."""
+        if self.comm.size > 1 or self.failed:
+            self._check_status(self.comm.allgather(self.header.values[:1]))
+
+    def _check_status(self, heads: np.ndarray) -> None:
+        status = heads[:, 0]
+        if not status.any():
+            return
         # Only now (all ranks know it) the failing ranks' messages travel, in fixed-size buffers.
         text = np.zeros(_ERROR_TEXT, np.uint8)
-        if header.error is not None:
-            raw = getattr(header.error, "message", None) or f"{type(header.error).__name__}: {header.error}"
-            raw = raw.encode()[:_ERROR_TEXT]
+        if self.header.error is not None:
+            raw = describe(self.header.error, self.header.stage).encode()[:_ERROR_TEXT]
             text[: len(raw)] = np.frombuffer(raw, np.uint8)
-        texts = comm.allgather(text)
+        texts = self.comm.allgather(text)
         bad = [int(r) for r in np.flatnonzero(status)]
         first = bad[0]
         message = bytes(texts[first]).rstrip(b"\0").decode(errors="replace")
         others = f" (and on rank(s) {', '.join(map(str, bad[1:]))})" if len(bad) > 1 else ""
-        raise _ERRORS[int(status[first])](f"{header.op} failed on rank {first}: {message}{others}", header.op)
-    for i, field in enumerate(FIELDS[3:], start=3):
-        column = headers[:, i]
-        if (column != column[0]).any():
-            what = "the attributes (epsilon, exponential_avg_factor, is_training or the mode)"
-            if field != "digest":
-                what = f"{field}: " + ", ".join(f"{_show(field, v)} on rank {r}" for r, v in enumerate(column))
-            raise _errors.InvalidArgumentError(
-                f"ranks disagree on {what}; rank(s) {_differing(column)} differ from rank 0. Every rank must pass "
-                f"the same channels, dtype, data_format and attributes",
-                header.op,
-            )
+        text = f"{self.header.op} failed on rank {first}: {message}{others}"
+        raise error_for(int(status[first]), text, self.header.op) from self.header.error
+
+    def _check(self, headers: np.ndarray) -> None:
+        """Raise the same error on every rank if any rank failed, or the ranks disagree."""
+        self._check_status(headers)
+        bits = np.ascontiguousarray(headers).view(np.uint64)  # bits: -0.0 is not 0.0
+        differs = (bits != bits[0]).any(axis=0)
+        differs[:3] = False  # status, samples and count may differ
+        if not differs.any():
+            return
+        i = int(np.flatnonzero(differs)[0])
+        field = (FIELDS + ATTRS)[i]
+        differ = [int(r) for r in np.flatnonzero(bits[:, i] != bits[0, i])]
+        shown = ", ".join(f"{_show(field, headers[r, i])} on rank {r}" for r in [0, *differ])
+        raise _errors.InvalidArgumentError(
+            f"ranks disagree on {field}: {shown}; rank(s) {', '.join(map(str, differ))} differ from "
+            f"rank 0. Every rank must pass the same channels, dtype, data_format and attributes",
+            self.header.op,
+        )
+
+
+def _payload(payload: np.ndarray | None, width: int, failed: bool) -> np.ndarray:
+    if payload is None or failed:
+        return np.zeros(width)
+    return np.ascontiguousarray(payload, dtype=np.float64).ravel()
+
+
+def _reduce_scatter(comm, head: np.ndarray, payload: np.ndarray, check: Callable[[np.ndarray], None]):
+    p, k = comm.size, payload.size
+    m = -(-k // p)  # slice length (the last slices are padded with zeros)
+    padded = np.zeros(p * m)
+    padded[:k] = payload
+    sends = np.concatenate([np.broadcast_to(head, (p, head.size)), padded.reshape(p, m)], axis=1)
+    got = comm.alltoall(sends)  # row i: rank i's header and its slice number `comm.rank`
+    heads = got[:, : head.size]
+    check(heads)
+    mine = sum_in_rank_order(got[:, head.size :])
+    return heads, comm.allgather(mine).ravel()[:k]
 
 
 def _show(field: str, value: float) -> str:
-    if field == "data_format":
-        return _FORMATS[int(value)] if 0 <= value < len(_FORMATS) else "?"
-    if field == "dtype":
-        return next((n for n in ("float32", "float16", "bfloat16", "float64") if _code(n) == value), "?")
+    if field in _CHOICES:
+        choices = _CHOICES[field]
+        return choices[int(value)] if 0 <= value < len(choices) else "none"
+    if field in ("is_training", "reproducible"):
+        return str(bool(value))
+    if field in ATTRS:
+        return np.format_float_positional(np.float32(value), trim="-")  # as the attr is stored
     return str(int(value))
-
-
-def _differing(column: Sequence[float]) -> str:
-    return ", ".join(str(r) for r, v in enumerate(column) if v != column[0])

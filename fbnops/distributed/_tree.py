@@ -39,43 +39,53 @@ def blocks(start: int, stop: int, total: int) -> list[tuple[int, int]]:
     return out
 
 
-def subtree(leaves: np.ndarray) -> np.ndarray:
-    """Sum aligned leaves ``(k, K)`` up the canonical tree (an odd last node moves up as is)."""
-    level = leaves
-    while level.shape[0] > 1:
-        pairs = level.shape[0] // 2
-        upper = level[0 : 2 * pairs : 2] + level[1 : 2 * pairs : 2]
-        if level.shape[0] % 2:
-            upper = np.concatenate([upper, level[-1:]])
-        level = upper
-    return level[0]
+def subtree(leaves: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
+    """Sum aligned leaves ``(k, K)`` up the canonical tree (an odd last node moves up as is).
+
+    In place, by doubling strides: after the pass of stride ``s``, row ``i * 2s`` holds node
+    ``(level, i)``, the sum of rows ``i * 2s`` and ``i * 2s + s`` (left + right, as the tree
+    says).  ``overwrite=True`` lets it use ``leaves`` as the workspace (no copy).
+    """
+    a = leaves if overwrite else np.array(leaves, dtype=np.float64, copy=True)
+    n, s = a.shape[0], 1
+    while s < n:
+        left = a[0 : n - s : 2 * s]
+        np.add(left, a[s : n : 2 * s], out=left)
+        s *= 2
+    return np.array(a[0], copy=True)
 
 
-def local_nodes(leaves: np.ndarray, start: int, total: int) -> tuple[list[tuple[int, int]], np.ndarray]:
+def local_nodes(
+    leaves: np.ndarray, start: int, total: int, *, overwrite: bool = False
+) -> tuple[list[tuple[int, int]], np.ndarray]:
     """This rank's block nodes and their values ``(nblocks, K)`` from its leaves ``(stop - start, K)``."""
     nodes = blocks(start, start + leaves.shape[0], total)
     values = np.empty((len(nodes), leaves.shape[1]), np.float64)
     for j, (level, index) in enumerate(nodes):
         lo = (index << level) - start
-        values[j] = subtree(leaves[lo : min(lo + (1 << level), leaves.shape[0])])
+        values[j] = subtree(leaves[lo : min(lo + (1 << level), leaves.shape[0])], overwrite=overwrite)
     return nodes, values
 
 
-def tree_total(comm: Communicator, leaves: np.ndarray, samples: Sequence[int]) -> np.ndarray:
-    """The canonical-tree total of every rank's per-sample ``leaves``, on every rank (one ``allgatherv``)."""
+def tree_total(
+    comm: Communicator, leaves: np.ndarray, samples: Sequence[int], head: np.ndarray, *, overwrite: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every rank's ``head`` row ``(size, K)`` and the canonical-tree total of every rank's per-sample
+    ``leaves``, on every rank (one ``allgatherv``: the head row travels before the rank's nodes).
+    ``overwrite=True``: ``leaves`` (float64) may serve as the workspace."""
     samples = [int(s) for s in samples]
     total = sum(samples)
     width = leaves.shape[1]
-    if total == 0:
-        comm.allgatherv(np.zeros((0, width)), [0] * comm.size)  # every rank still joins
-        return np.zeros(width)
     starts = np.concatenate([[0], np.cumsum(samples)[:-1]]).astype(int)
-    _, values = local_nodes(leaves, int(starts[comm.rank]), total)
-    rows = [len(blocks(int(s), int(s) + n, total)) for s, n in zip(starts, samples, strict=True)]
-    gathered = comm.allgatherv(values, rows)
+    _, values = local_nodes(leaves, int(starts[comm.rank]), total, overwrite=overwrite)
+    rows = [1 + len(blocks(int(s), int(s) + n, total)) for s, n in zip(starts, samples, strict=True)]
+    gathered = comm.allgatherv(np.concatenate([head.reshape(1, width), values]), rows)
+    heads = np.stack([g[0] for g in gathered])
+    if total == 0:
+        return heads, np.zeros(width)
     known: dict[tuple[int, int], np.ndarray] = {}
     for s, n, vals in zip(starts, samples, gathered, strict=True):
-        for node, v in zip(blocks(int(s), int(s) + n, total), vals, strict=True):
+        for node, v in zip(blocks(int(s), int(s) + n, total), vals[1:], strict=True):
             known[node] = v
 
     def node(level: int, index: int) -> np.ndarray:
@@ -86,4 +96,4 @@ def tree_total(comm: Communicator, leaves: np.ndarray, samples: Sequence[int]) -
             return left + node(level - 1, 2 * index + 1)
         return left
 
-    return np.array(node(_levels(total), 0), np.float64)
+    return heads, np.array(node(_levels(total), 0), np.float64)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..framework.errors import InvalidArgumentError
+from ..framework.errors import InternalError, InvalidArgumentError
 from .comm import Communicator
 
 __all__ = ["from_mpi4py", "from_torch"]
@@ -65,7 +65,7 @@ class _MPIComm:
     def alltoall(self, a: np.ndarray) -> np.ndarray:
         a = np.ascontiguousarray(a)
         out = np.empty_like(a)
-        self.comm.Alltoall(a, out)
+        self._call(self.comm.Alltoall, a, out)
         return out
 
 
@@ -79,20 +79,41 @@ def from_mpi4py(comm: Any = None) -> Communicator:
 
 
 class _TorchComm:
+    """The default (or a given) process group; holds no module objects, so a model that keeps it
+    still deep-copies and pickles (``torch.save(model)``)."""
+
     def __init__(self, group: Any):
-        import torch
         import torch.distributed as dist
 
         if not dist.is_available() or not dist.is_initialized():
             raise RuntimeError("torch.distributed is not initialized: call torch.distributed.init_process_group first")
-        self._torch, self._dist, self.group = torch, dist, group
-        self.rank = dist.get_rank(group)
-        self.size = dist.get_world_size(group)
+        self.group = group
+
+    def __deepcopy__(self, memo: dict) -> _TorchComm:
+        return self  # a handle on the job's process group, as nn.SyncBatchNorm's process_group
+
+    @property
+    def rank(self) -> int:
+        import torch.distributed as dist
+
+        return dist.get_rank(self.group)
+
+    @property
+    def size(self) -> int:
+        import torch.distributed as dist
+
+        return dist.get_world_size(self.group)
 
     def allgather(self, a: np.ndarray) -> np.ndarray:
-        t = self._torch.from_numpy(np.ascontiguousarray(a))
-        parts = [self._torch.empty_like(t) for _ in range(self.size)]
-        self._dist.all_gather(parts, t, group=self.group)
+        import torch
+        import torch.distributed as dist
+
+        t = torch.from_numpy(np.ascontiguousarray(a))
+        parts = [torch.empty_like(t) for _ in range(self.size)]
+        try:
+            dist.all_gather(parts, t, group=self.group)
+        except RuntimeError as e:  # gloo: a peer closed its connection, or its message had another size
+            raise InternalError(f"torch.distributed all_gather failed on rank {self.rank}: {e}") from e
         return np.stack([p.numpy() for p in parts])
 
     def allgatherv(self, a: np.ndarray, rows: Sequence[int]) -> list[np.ndarray]:

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..framework import registry
-from ..framework.errors import InvalidArgumentError
+from ..framework.errors import InternalError, InvalidArgumentError, ResourceExhaustedError
+from ._failures import describe, error_for, kind_of
 
 __all__ = ["Communicator", "SerialComm", "ThreadComm", "CountingComm", "sum_in_rank_order"]
 
@@ -41,9 +43,13 @@ class Communicator(Protocol):
     rank: int
     size: int
 
-    def allgather(self, a: np.ndarray) -> np.ndarray: ...
+    def allgather(self, a: np.ndarray) -> np.ndarray:
+        """Every rank's ``a`` (same shape on all ranks), stacked in rank order: shape ``(size, *a.shape)``."""
+        ...
 
-    def allgatherv(self, a: np.ndarray, rows: Sequence[int]) -> list[np.ndarray]: ...
+    def allgatherv(self, a: np.ndarray, rows: Sequence[int]) -> list[np.ndarray]:
+        """Every rank's ``a``, ``rows[r]`` rows from rank ``r``, as a list in rank order."""
+        ...
 
 
 def sum_in_rank_order(rows: Sequence[np.ndarray]) -> np.ndarray:
@@ -61,12 +67,15 @@ class SerialComm:
     size = 1
 
     def allgather(self, a: np.ndarray) -> np.ndarray:
+        """``a`` as a group of one: shape ``(1, *a.shape)``."""
         return np.array(a, copy=True)[None]
 
     def allgatherv(self, a: np.ndarray, rows: Sequence[int]) -> list[np.ndarray]:
+        """``[a]``: the only rank's rows."""
         return [np.array(a, copy=True)]
 
     def alltoall(self, a: np.ndarray) -> np.ndarray:
+        """A copy of ``a``: in a group of one every block goes to this rank."""
         return np.array(a, copy=True)
 
 
@@ -82,35 +91,46 @@ class _ThreadRank:
     def _exchange(self, item: Any) -> list[Any]:
         g, k = self._group, self._calls
         self._calls += 1
+        deadline = time.monotonic() + g._timeout  # one deadline: a peer's notification does not re-arm it
         with g._cond:
             items, arrived = g._rounds.setdefault(k, ([None] * self.size, [False] * self.size))
             items[self.rank], arrived[self.rank] = item, True
             g._cond.notify_all()
             while not all(arrived):
-                if any(g._gone[r] and not arrived[r] for r in range(self.size)):
-                    raise threading.BrokenBarrierError(f"a peer left before collective {k}")
-                if not g._cond.wait(g._timeout):
-                    raise threading.BrokenBarrierError(f"collective {k} timed out after {g._timeout} s")
+                gone = [r for r in range(self.size) if r in g._ended and not arrived[r]]
+                if gone:
+                    raise g._peer_error(gone[0], k)
+                left = deadline - time.monotonic()
+                if left <= 0 or not g._cond.wait(left):
+                    missing = [r for r in range(self.size) if not arrived[r]]
+                    raise InternalError(
+                        f"collective {k} timed out after {g._timeout} s waiting for rank(s) "
+                        f"{', '.join(map(str, missing))} (ThreadComm timeout)"
+                    )
             g._reads[k] = g._reads.get(k, 0) + 1
             if g._reads[k] == self.size:  # everyone has read it
                 del g._rounds[k], g._reads[k]
             return list(items)
 
     def allgather(self, a: np.ndarray) -> np.ndarray:
-        got = self._exchange(np.array(a, copy=True))
-        shapes = [g.shape for g in got]
-        if len(set(shapes)) > 1:  # MPI would truncate or abort here; threads can say why
-            raise InvalidArgumentError(
-                f"ranks sent messages of different shapes {shapes}: they disagree on the number of channels"
-            )
-        return np.stack(got)
+        return np.stack(_same_shapes(self._exchange(np.array(a, copy=True))))
 
     def allgatherv(self, a: np.ndarray, rows: Sequence[int]) -> list[np.ndarray]:
         return self._exchange(np.array(a, copy=True))
 
     def alltoall(self, a: np.ndarray) -> np.ndarray:
-        got = self._exchange(np.array(a, copy=True))
+        got = _same_shapes(self._exchange(np.array(a, copy=True)))
         return np.stack([g[self.rank] for g in got])
+
+
+def _same_shapes(got: list[np.ndarray]) -> list[np.ndarray]:
+    """MPI would truncate or abort on messages of different lengths; threads can say why, on every rank."""
+    shapes = [g.shape for g in got]
+    if len(set(shapes)) > 1:
+        raise InvalidArgumentError(
+            f"ranks sent messages of different shapes {shapes}: they disagree on the number of channels"
+        )
+    return got
 
 
 class ThreadComm:
@@ -118,11 +138,12 @@ class ThreadComm:
 
     ``ThreadComm(3).run(fn)`` calls ``fn(comm)`` once per rank, each in its own thread
     with its own rank communicator and the caller's backend, and returns the results in
-    rank order.  A rank that
-    ends (returns or raises) while a peer waits for it in a collective makes that peer
-    raise ``threading.BrokenBarrierError`` instead of waiting forever; the first error
-    is re-raised, or with ``return_exceptions=True`` every rank's result or exception
-    is returned.
+    rank order.  A rank that ends (returns or raises) while a peer waits for it in a
+    collective makes that peer raise a typed ``fbnops.errors`` error naming the rank and
+    what it raised, instead of waiting; a collective that waits longer than ``timeout``
+    seconds in all raises ``InternalError``.  If not every thread can be started, the
+    started ranks fail at once with ``ResourceExhaustedError``.  The first error is
+    re-raised, or with ``return_exceptions=True`` every rank's result or exception is returned.
     """
 
     def __init__(self, size: int, *, timeout: float = 60.0):
@@ -133,36 +154,60 @@ class ThreadComm:
         self.size = size
         self._timeout = float(timeout)
 
+    def _peer_error(self, rank: int, collective: int) -> BaseException:
+        error = self._ended[rank]
+        if error is None:
+            return InternalError(
+                f"rank {rank} returned before joining collective {collective}: the ranks called different "
+                f"sequences of collectives (do they all train, with the same is_training?)"
+            )
+        return error_for(kind_of(error), f"rank {rank} failed before collective {collective}: {describe(error)}")
+
     def run(self, fn: Callable[[Any], Any], *, return_exceptions: bool = False) -> list[Any]:
+        """Run ``fn(comm)`` on every rank, each in its own thread; the per-rank results in rank order."""
         self._cond = threading.Condition()
         self._rounds: dict[int, tuple[list, list]] = {}
         self._reads: dict[int, int] = {}
-        self._gone = [False] * self.size
+        self._ended: dict[int, BaseException | None] = {}  # rank -> what it raised (None: it returned)
         results: list[Any] = [None] * self.size
-        failed = [False] * self.size
+        failures: list[int] = []  # ranks in the order they failed: the root cause first
         caller_backend = registry.get_backend()  # a `with fbnops.backend(...)` block is per thread
 
+        def end(rank: int, error: BaseException | None) -> None:
+            with self._cond:  # peers waiting for this rank's next collective stop waiting
+                self._ended[rank] = error
+                if error is not None:
+                    results[rank] = error
+                    failures.append(rank)
+                self._cond.notify_all()
+
         def body(rank: int) -> None:
+            error = None
             try:
                 with registry.backend(caller_backend):
                     results[rank] = fn(_ThreadRank(self, rank))
             except BaseException as e:  # noqa: BLE001 - handed back to the caller
-                results[rank], failed[rank] = e, True
+                error = e
             finally:
-                with self._cond:  # peers waiting for this rank's next collective stop waiting
-                    self._gone[rank] = True
-                    self._cond.notify_all()
+                end(rank, error)
 
         threads = [threading.Thread(target=body, args=(r,), name=f"fbnops-rank-{r}") for r in range(self.size)]
-        for t in threads:
-            t.start()
-        for t in threads:
+        started = []
+        for rank, t in enumerate(threads):
+            try:
+                t.start()
+            except Exception as e:  # noqa: BLE001 - e.g. RuntimeError: can't start new thread
+                error = ResourceExhaustedError(
+                    f"ThreadComm could not start the thread of rank {rank} of {self.size}: {type(e).__name__}: {e}"
+                )
+                for r in range(rank, self.size):
+                    end(r, error)
+                break
+            started.append(t)
+        for t in started:
             t.join()
-        if not return_exceptions:
-            errors = [results[r] for r in range(self.size) if failed[r]]
-            if errors:  # the root cause first: a peer's broken wait is a consequence
-                errors.sort(key=lambda e: isinstance(e, threading.BrokenBarrierError))
-                raise errors[0]
+        if failures and not return_exceptions:
+            raise results[failures[0]]
         return results
 
 
@@ -178,16 +223,19 @@ class CountingComm:
             self.alltoall = self._alltoall
 
     def reset(self) -> None:
+        """Zero the counters."""
         self.collectives = 0
         self.bytes_sent = 0
         self.bytes_received = 0
 
     def allgather(self, a: np.ndarray) -> np.ndarray:
+        """The wrapped communicator's ``allgather``, counted."""
         out = self.comm.allgather(a)
         self._count(a.nbytes, out.nbytes - a.nbytes)
         return out
 
     def allgatherv(self, a: np.ndarray, rows: Sequence[int]) -> list[np.ndarray]:
+        """The wrapped communicator's ``allgatherv``, counted."""
         out = self.comm.allgatherv(a, rows)
         self._count(a.nbytes, sum(o.nbytes for o in out) - a.nbytes)
         return out

@@ -46,7 +46,7 @@ def run_mpiexec(cmd: list[str], timeout: float, **kwargs) -> subprocess.Complete
 
 
 def _fail(message: str) -> int:
-    print(f"fbnops demo: {message}", file=sys.stderr)
+    print(f"fbnops: error: {message}", file=sys.stderr)  # the CLI's one-line form
     return 2
 
 
@@ -56,7 +56,7 @@ def main(ranks: int) -> int:
         return _fail(f"--ranks must be a positive integer, got {ranks!r}")
     mpiexec = find_mpiexec()
     if importlib.util.find_spec("mpi4py") is None or mpiexec is None:
-        return _fail("needs MPI (mpi4py and mpiexec not found): pip install 'fbnops[mpi]'")
+        return _fail("demo --ranks needs MPI (mpi4py and mpiexec not found): pip install 'fbnops[mpi]'")
     env = dict(os.environ, FBNOPS_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // ranks)))
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "demo.json"

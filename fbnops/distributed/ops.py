@@ -15,25 +15,35 @@ forward, inference                0        0
 gradient (``param_grads="global"``) 1      2
 ================================  =======  ===============
 
-The frozen gradient (``is_training=False``) communicates only to make the parameter
-gradients global; with ``param_grads="local"`` it communicates nothing.
+Each communicating call ends with a one-number status round (not counted above): a
+stage that fails on one rank after the last collective still makes every rank raise
+(see :mod:`._sync`).  The frozen gradient (``is_training=False``) communicates only to
+make the parameter gradients global; with ``param_grads="local"`` it communicates nothing.
+
+With one rank the default mode has nothing to add up: the ops call ``raw_ops`` (the same
+bits as the staged path, which the tests check with all the data on one of two ranks).
+Attributes are converted exactly as ``fbnops.raw_ops`` converts them (TensorFlow's
+``make_bool``/``make_float``...), by the same function.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import raw_ops
+from ..framework import registry
 from ..framework.errors import InvalidArgumentError
 from ..framework.layouts import channel_axis
 from ..ops.canonical import NdView
-from ..ops.execute import contiguous, execute, prepare
+from ..ops.convert import convert_attrs, convert_inputs
+from ..ops.execute import call_signature, checked_attrs_for, contiguous, prepare, remember
 from ..ops.fused_batch_norm_v3 import running_statistics
-from . import _tree
-from ._sync import Header, exchange
+from . import _rows
+from ._sync import Header, Run
 from .comm import Communicator
 
 __all__ = ["FusedBatchNormV3", "FusedBatchNormGradV3"]
@@ -57,6 +67,15 @@ def _check_mode(op: str, reproducible: object, param_grads: object = "global") -
         raise InvalidArgumentError(f"param_grads must be 'global' or 'local', got {param_grads!r}", op)
 
 
+def _training(op: str, is_training: object) -> bool:
+    """``is_training`` as ``raw_ops`` reads it.  A value it refuses counts as training: the rank
+    then joins the first collective, where its error reaches every rank."""
+    try:
+        return convert_attrs(registry.get_op_def(op).spec, {"is_training": is_training})["is_training"]
+    except Exception:  # noqa: BLE001 - raised again, on every rank, by _validate
+        return True
+
+
 def _channels_guess(x: object, data_format: object, scale: object) -> int:
     """The payload length a failing rank sends (its peers' C if its input is only partly wrong)."""
     try:
@@ -69,30 +88,43 @@ def _channels_guess(x: object, data_format: object, scale: object) -> int:
 
 
 class _Shard:
-    """One rank's validated input as the kernels see it: ``(outer, C, inner)``, samples, count."""
+    """One rank's validated input as the kernels see it: ``(outer, C, inner)`` views, samples, count."""
 
-    def __init__(self, x: np.ndarray, data_format: str):
+    def __init__(self, arrays: dict[str, np.ndarray], data_format: str, rows: tuple[str, ...]):
+        x = arrays["x"]
         nd = NdView.for_data_format(x.shape, data_format)
-        self.shape, self.dtype, self.view = x.shape, x.dtype, nd.view
+        self.shape, self.dtype = x.shape, x.dtype
         self.channels, self.count, self.samples = nd.channels, nd.count, x.shape[0]
         # channels-last: a sample's rows are its H*W(*D) positions; channels-first: one row
         self.rows_per_sample = nd.outer // self.samples if self.samples else 1
+        self.single_rows = self.rows_per_sample == 1 and nd.view[2] == 1  # one row of C values per sample
         self.empty = x.size == 0
-
-    def canonical(self, a: np.ndarray) -> np.ndarray | None:
-        return None if self.empty else contiguous(a).reshape(self.view)
+        # the rows the kernels read (None for an empty shard: it runs no kernel)
+        self.views = {k: None if self.empty else contiguous(arrays[k]).reshape(nd.view) for k in rows}
 
     def output(self, rows: np.ndarray | None) -> np.ndarray:
         return np.empty(self.shape, self.dtype) if rows is None else rows.reshape(self.shape)
 
 
-def _validate(op, inputs, attrs, extra) -> tuple[Header, dict | None, dict, _Shard | None]:
-    """Validate locally, never raising: a failed rank must still join the first collective."""
+def _validate(op: str, inputs: dict, attrs: dict, extra: dict, rows: tuple[str, ...]):
+    """Convert and validate as ``raw_ops`` does, never raising: a failed rank must still join the first collective.
+
+    Returns ``(header, arrays, attrs, shard)``; ``shard`` is None if this rank failed.
+    """
     header = Header(op)
     try:
-        _check_mode(op, **extra)
-        _, arrays, attrs = prepare(op, inputs, attrs)
-        shard = _Shard(arrays["x"], attrs["data_format"])
+        signature = call_signature("distributed", op, inputs, attrs)
+        checked = checked_attrs_for(signature)  # raw_ops' fast path: a call like one that passed
+        if checked is not None:
+            _check_mode(op, **extra)
+            arrays, attrs = inputs, checked
+        else:
+            spec = registry.get_op_def(op).spec
+            converted = convert_attrs(spec, attrs)  # TensorFlow's order: attr types, then inputs, then values
+            _check_mode(op, **extra)
+            _, arrays, attrs = prepare(op, convert_inputs(spec, inputs), converted)
+            remember(signature, inputs, arrays, attrs)
+        shard = _Shard(arrays, attrs["data_format"], rows)
         header.describe(
             samples=shard.samples,
             count=shard.count,
@@ -107,31 +139,42 @@ def _validate(op, inputs, attrs, extra) -> tuple[Header, dict | None, dict, _Sha
         return header, None, attrs, None
 
 
-def _synchronized(comm, header, shard, leaves_fn, width: int, reproducible: bool):
-    """The global per-channel total of ``leaves_fn`` (first collective carries the header).
+def _synchronized(
+    run: Run, shard: _Shard | None, stage: str, sums: Callable[[int | None], np.ndarray], width: int, reproducible: bool
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The global total of the per-channel ``sums`` (the op's first collective, which carries the header).
 
-    Returns ``(headers, total)``; ``leaves_fn(rows_per_sample)`` gives this rank's float64 sums.
+    Returns ``(total, local)``: ``local`` is this rank's own sums when they were computed whole.
     """
+    rows = shard is not None and not shard.empty
     if not reproducible:
-        local = leaves_fn(None) if shard is not None and not shard.empty else np.zeros(width)
-        return exchange(comm, local, header)
-    # Reproducible: the header (and a payload of the same length, so that a rank that
-    # disagrees on the mode is caught by the digest) first: the tree needs every count.
-    headers, _ = exchange(comm, np.zeros(width), header)
-    return headers, _tree_sum(comm, shard, headers, leaves_fn, width)
+        local = run.stage(stage, sums, None) if rows else None
+        return run.total(local, width), local
+    # Reproducible: per-sample leaves first, then the header round (with a payload of the default
+    # length, so that a rank that disagrees on the mode is caught there): the tree needs every count.
+    leaves = run.stage(stage, lambda: sums(shard.rows_per_sample).reshape(shard.samples, width)) if rows else None
+    run.total(None, width)
+    if run.count == 0 or width == 0:
+        return np.zeros(width), None
+    return run.tree(leaves, width), None
 
 
-def _tree_sum(comm, shard, headers, leaves_fn, width):
-    samples = headers[:, 1].astype(np.int64)
-    if shard.empty:
-        leaves = np.zeros((shard.samples, width))
-    else:
-        leaves = leaves_fn(shard.rows_per_sample).reshape(shard.samples, width)
-    return _tree.tree_total(comm, leaves, samples)
+def _per_sample(shard: _Shard | None, kernel: Callable, single_rows: Callable) -> Callable[[int | None], np.ndarray]:
+    """``kernel(rows_per_sample)``, except per sample when each sample is one row: the same bits, vectorized."""
+    if shard is None or not shard.single_rows:
+        return kernel
+    return lambda rps: kernel(None) if rps is None else single_rows()
+
+
+_COMM_TYPES: set[type] = set()  # types seen to follow the protocol (the Protocol isinstance takes ~40 us)
 
 
 def _check_comm(comm: Any, op: str) -> None:
-    if not isinstance(comm, Communicator):
+    if type(comm) in _COMM_TYPES:
+        return
+    if isinstance(comm, Communicator):
+        _COMM_TYPES.add(type(comm))
+    else:
         raise InvalidArgumentError(
             f"comm must be a Communicator (from_mpi4py, from_torch, SerialComm, ThreadComm), got {type(comm).__name__}",
             op,
@@ -157,8 +200,6 @@ def FusedBatchNormV3(
     ``x`` is this rank's shard (along N, in any layout); ``y`` is its normalized rows.
     The statistics outputs are the global batch's, identical on every rank.
     """
-    op = "FusedBatchNormV3"
-    _check_comm(comm, op)
     inputs = {"x": x, "scale": scale, "offset": offset, "mean": mean, "variance": variance}
     attrs = {
         "epsilon": epsilon,
@@ -166,31 +207,52 @@ def FusedBatchNormV3(
         "data_format": data_format,
         "is_training": is_training,
     }
-    if is_training is False:  # inference: per-sample arithmetic, nothing to share
+    return forward(comm, inputs, attrs, reproducible)[0]
+
+
+def forward(comm: Communicator, inputs: dict, attrs: dict, reproducible: bool) -> tuple[_ForwardOutput, int]:
+    """:func:`FusedBatchNormV3` and the global number of elements per channel (-1 in inference)."""
+    op = "FusedBatchNormV3"
+    _check_comm(comm, op)
+    is_training = attrs["is_training"]
+    if not _training(op, is_training):  # inference: per-sample arithmetic, nothing to share
         _check_mode(op, reproducible)
-        return _ForwardOutput(*execute(op, inputs, attrs))
-    header, a, attrs, shard = _validate(op, inputs, attrs, {"reproducible": reproducible})
-    st = _stages()
-    C = int(header.values[3])
-    xv = shard.canonical(a["x"]) if shard is not None else None
-    headers, sum_x = _synchronized(comm, header, shard, lambda rps: st.sum_x(xv, rows_per_sample=rps), C, reproducible)
-    n = int(headers[:, 2].sum())
+        return _ForwardOutput(*raw_ops.FusedBatchNormV3(**inputs, **attrs)), -1
+    if comm.size == 1 and reproducible is False:  # one rank, default mode: the plain op is the same bits
+        out = _ForwardOutput(*raw_ops.FusedBatchNormV3(**inputs, **attrs))
+        return out, out.y.size // max(out.batch_mean.size, 1)
+    header, a, attrs, shard = _validate(op, inputs, attrs, {"reproducible": reproducible}, ("x",))
+    run, st, C = Run(comm, header), _stages(), header.channels
+    xv = shard.views["x"] if shard is not None else None
+    sums_x = _per_sample(shard, lambda rps: st.sum_x(xv, rows_per_sample=rps), lambda: _rows.sum_x(xv))
+    sum_x, _ = _synchronized(run, shard, "sum_x", sums_x, C, reproducible)
+    n = run.count
     if n == 0 or C == 0:  # an empty global batch: NaN statistics, as TensorFlow
         nan = np.full(C, np.nan, np.float32)
-        return _ForwardOutput(shard.output(None), nan, nan.copy(), nan.copy(), nan.copy(), _rs3())
-    center = st.finish_mean(sum_x, n)
-    sq = lambda rps: st.sum_sq(xv, center, rows_per_sample=rps)  # noqa: E731
+        return _ForwardOutput(shard.output(None), nan, nan.copy(), nan.copy(), nan.copy(), _rs3()), n
+    center = run.stage("finish_mean", lambda: st.finish_mean(sum_x, n))
     if reproducible:
-        sum_sq = _tree_sum(comm, shard, headers, sq, C)
+        sq = _per_sample(
+            shard, lambda rps: st.sum_sq(xv, center, rows_per_sample=rps), lambda: _rows.sum_sq(xv, center)
+        )
+        leaves = lambda: sq(shard.rows_per_sample).reshape(shard.samples, C)  # noqa: E731
+        sum_sq = run.tree(run.stage("sum_sq", leaves) if xv is not None else None, C)
     else:
-        _, sum_sq = exchange(comm, sq(None) if xv is not None else np.zeros(C))
-    scale_, offset_ = contiguous(a["scale"]), contiguous(a["offset"])
-    batch_mean, batch_var, coeffs = st.finish_forward(sum_x, sum_sq, n, scale_, offset_, attrs["epsilon"])
-    y = shard.output(st.apply_forward(xv, coeffs) if xv is not None else None)
-    running_mean, running_var = running_statistics(
-        batch_mean, batch_var, n, a["mean"], a["variance"], attrs["exponential_avg_factor"]
+        sum_sq = run.total(run.stage("sum_sq", lambda: st.sum_sq(xv, center)) if xv is not None else None, C)
+    eps = attrs.get("epsilon")
+    finished = run.stage(
+        "finish_forward",
+        lambda: st.finish_forward(sum_x, sum_sq, n, contiguous(a["scale"]), contiguous(a["offset"]), eps),
     )
-    return _ForwardOutput(y, running_mean, running_var, batch_mean, batch_var, _rs3())
+    y = run.stage("apply_forward", lambda: shard.output(st.apply_forward(xv, finished[2]) if xv is not None else None))
+    running = run.stage(
+        "running_statistics",
+        lambda: running_statistics(
+            finished[0], finished[1], n, a["mean"], a["variance"], attrs["exponential_avg_factor"]
+        ),
+    )
+    run.close()
+    return _ForwardOutput(y, *running, finished[0], finished[1], _rs3()), n
 
 
 def _rs3() -> np.ndarray:
@@ -229,33 +291,36 @@ def FusedBatchNormGradV3(
         "reserve_space_3": reserve_space_3,
     }
     attrs = {"epsilon": epsilon, "data_format": data_format, "is_training": is_training}
-    if is_training is False and param_grads == "local":  # frozen: dx and sums are all local
+    local_only = not _training(op, is_training) and param_grads == "local"  # frozen: dx and sums are all local
+    if local_only or (comm.size == 1 and reproducible is False):  # or one rank: the plain op, the same bits
         _check_mode(op, reproducible, param_grads)
-        return _GradOutput(*execute(op, inputs, attrs))
+        return _GradOutput(*raw_ops.FusedBatchNormGradV3(**inputs, **attrs))
     extra = {"reproducible": reproducible, "param_grads": param_grads}
-    header, a, attrs, shard = _validate(op, inputs, attrs, extra)
-    st = _stages()
-    C = int(header.values[3])
-    xv = dyv = None
+    header, a, attrs, shard = _validate(op, inputs, attrs, extra, ("x", "y_backprop"))
+    run, st, C = Run(comm, header), _stages(), header.channels
+    xv = dyv = center = None
     if shard is not None:
-        xv, dyv, center = shard.canonical(a["x"]), shard.canonical(a["y_backprop"]), contiguous(a["reserve_space_1"])
-    sums = lambda rps: st.sum_grad(xv, dyv, center, rows_per_sample=rps)  # noqa: E731
-    headers, total = _synchronized(comm, header, shard, sums, 2 * C, reproducible)
+        xv, dyv, center = shard.views["x"], shard.views["y_backprop"], contiguous(a["reserve_space_1"])
+    sums = _per_sample(
+        shard, lambda rps: st.sum_grad(xv, dyv, center, rows_per_sample=rps), lambda: _rows.sum_grad(xv, dyv, center)
+    )
+    total, local = _synchronized(run, shard, "sum_grad", sums, 2 * C, reproducible)
     placeholder = np.zeros((0,), np.float32)
-    n = int(headers[:, 2].sum())
+    n = run.count
     if n == 0 or C == 0:  # TensorFlow: zero parameter gradients for an empty batch
         zeros = np.zeros(C, np.float32)
         return _GradOutput(shard.output(None), zeros, zeros.copy(), placeholder, placeholder.copy())
-    finish_args = (
-        contiguous(a["scale"]),
-        center,
-        contiguous(a["reserve_space_2"]),
-        attrs["epsilon"],
-        attrs["is_training"],
-    )
-    scale_bp, offset_bp, coeffs = st.finish_grad(total.reshape(2, C), n, *finish_args)
+
+    def finish(s: np.ndarray):
+        scale_, rs2 = contiguous(a["scale"]), contiguous(a["reserve_space_2"])
+        return st.finish_grad(s.reshape(2, C), n, scale_, center, rs2, attrs["epsilon"], attrs["is_training"])
+
+    finished = run.stage("finish_grad", finish, total)
+    params = finished
     if param_grads == "local":  # this shard's own sums (zeros for an empty shard)
-        local = sums(None) if xv is not None else np.zeros((2, C))
-        scale_bp, offset_bp, _ = st.finish_grad(local, n, *finish_args)
-    dx = shard.output(st.apply_grad(xv, dyv, coeffs) if xv is not None else None)
-    return _GradOutput(dx, scale_bp, offset_bp, placeholder, placeholder.copy())
+        if local is None:
+            local = run.stage("sum_grad", sums, None) if xv is not None else np.zeros((2, C))
+        params = run.stage("finish_grad", finish, local)
+    dx = run.stage("apply_grad", lambda: shard.output(st.apply_grad(xv, dyv, finished[2]) if xv is not None else None))
+    run.close()
+    return _GradOutput(dx, params[0], params[1], placeholder, placeholder.copy())

@@ -9,7 +9,11 @@ PyTorch's own ``nn.SyncBatchNorm`` runs only on GPUs.  This module is a drop-in 
 As PyTorch's, its weight and bias gradients are this rank's own (``param_grads="local"``):
 DistributedDataParallel averages them with every other parameter.  The running
 statistics use PyTorch's update ``(1 - momentum) * running + momentum * unbiased``, which
-is TensorFlow's ``exponential_avg_factor``.
+is TensorFlow's ``exponential_avg_factor``; an empty global batch leaves them unchanged.
+
+As ``nn.SyncBatchNorm``: without a process group (or with one rank) it is local batch norm.
+Channels-last inputs stay channels-last; float16/bfloat16 parameters are supported (float32
+inside the op); the backward is once-differentiable (double backward raises).
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ import numpy as np
 import torch
 
 from .adapters import from_torch
-from .comm import Communicator
-from .ops import FusedBatchNormGradV3, FusedBatchNormV3
+from .comm import Communicator, SerialComm
+from .ops import FusedBatchNormGradV3, forward
 
 __all__ = ["SyncBatchNorm"]
+
+
+_SUPPORTED = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16"}
 
 
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -38,50 +45,83 @@ def _to_torch(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(a))
 
 
-def _as_nchw(x: torch.Tensor) -> torch.Tensor:
-    """(N, C), (N, C, L) and (N, C, H, W) as 4-D channels-first; (N, C, D, H, W) stays 5-D."""
-    if x.dim() in (4, 5):
-        return x
-    return x.reshape(x.shape[0], x.shape[1], -1, 1)
+def _check_dtype(what: str, t: torch.Tensor) -> None:
+    """fbnops' kernels read float32, float16 and bfloat16 (parameters are float32 in the op)."""
+    if t.dtype not in _SUPPORTED:
+        name = {torch.float64: "Double"}.get(t.dtype, str(t.dtype))
+        raise RuntimeError(
+            f"SyncBatchNorm (fbnops): expected {what} to have scalar type Float, Half or BFloat16, but found {name}"
+        )
+
+
+class _Layout:
+    """How a torch tensor is handed to the op: a channels-last input runs as NHWC/NDHWC (no copy,
+    and its results come back channels-last); anything else as NCHW/NCDHW."""
+
+    def __init__(self, x: torch.Tensor):
+        self.shape = x.shape
+        formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+        last = x.dim() in formats and not x.is_contiguous() and x.is_contiguous(memory_format=formats[x.dim()])
+        self.perm = (0, *range(2, x.dim()), 1) if last else None
+        self.format = ("NHWC" if x.dim() == 4 else "NDHWC") if last else ("NCDHW" if x.dim() == 5 else "NCHW")
+
+    def to_op(self, t: torch.Tensor) -> np.ndarray:
+        if self.perm is not None:
+            return _to_numpy(t.permute(self.perm))
+        if t.dim() == 5:
+            return _to_numpy(t)
+        # (N, C), (N, C, L) and (N, C, H, W) as 4-D channels-first, with explicit sizes: N may be 0
+        return _to_numpy(t.reshape(t.shape[0], t.shape[1], int(np.prod(t.shape[2:], dtype=np.int64)), 1))
+
+    def from_op(self, a: np.ndarray) -> torch.Tensor:
+        t = _to_torch(a)
+        if self.perm is not None:
+            return t.permute(tuple(int(i) for i in np.argsort(self.perm)))  # channels-last strides
+        return t.reshape(self.shape)
 
 
 class _SyncBatchNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, comm, eps, stats, training, reproducible):
-        x4 = _as_nchw(x)
-        fmt = "NCHW" if x4.dim() == 4 else "NCDHW"
+        layout = _Layout(x)
         running_mean, running_var, momentum = stats
-        out = FusedBatchNormV3(
-            comm, x=_to_numpy(x4), scale=_to_numpy(weight), offset=_to_numpy(bias),
-            mean=_to_numpy(running_mean), variance=_to_numpy(running_var), epsilon=eps,
-            exponential_avg_factor=momentum, data_format=fmt, is_training=training, reproducible=reproducible,
-        )  # fmt: skip
-        if training and running_mean.numel():
+        x_op = layout.to_op(x)
+        inputs = {
+            "x": x_op, "scale": _to_numpy(weight.float()), "offset": _to_numpy(bias.float()),
+            "mean": _to_numpy(running_mean.float()), "variance": _to_numpy(running_var.float()),
+        }  # fmt: skip
+        attrs = {"epsilon": eps, "exponential_avg_factor": momentum, "data_format": layout.format}
+        out, count = forward(comm, inputs, {**attrs, "is_training": training}, reproducible)
+        if training and running_mean.numel() and count != 0:  # an empty global batch leaves them (as PyTorch)
             with torch.no_grad():
                 running_mean.copy_(_to_torch(out.batch_mean))
                 running_var.copy_(_to_torch(out.batch_variance))
-        ctx.comm, ctx.eps, ctx.fmt, ctx.training, ctx.reproducible = comm, eps, fmt, training, reproducible
-        ctx.saved = (_to_numpy(x4), _to_numpy(weight), out.reserve_space_1, out.reserve_space_2, out.reserve_space_3)
-        return _to_torch(out.y).reshape(x.shape)
+        ctx.comm, ctx.eps, ctx.layout, ctx.training, ctx.reproducible = comm, eps, layout, training, reproducible
+        ctx.param_dtype = weight.dtype
+        ctx.saved = (x_op, inputs["scale"], out.reserve_space_1, out.reserve_space_2, out.reserve_space_3)
+        return layout.from_op(out.y)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable  # the gradient is computed outside autograd: no double backward
     def backward(ctx, dy):
-        x4, weight, rs1, rs2, rs3 = ctx.saved
+        x_op, weight, rs1, rs2, rs3 = ctx.saved
         g = FusedBatchNormGradV3(
-            ctx.comm, y_backprop=_to_numpy(dy.reshape(x4.shape)), x=x4, scale=weight, reserve_space_1=rs1,
-            reserve_space_2=rs2, reserve_space_3=rs3, epsilon=ctx.eps, data_format=ctx.fmt,
+            ctx.comm, y_backprop=ctx.layout.to_op(dy), x=x_op, scale=weight, reserve_space_1=rs1,
+            reserve_space_2=rs2, reserve_space_3=rs3, epsilon=ctx.eps, data_format=ctx.layout.format,
             is_training=ctx.training, param_grads="local", reproducible=ctx.reproducible,
         )  # fmt: skip
-        dx = _to_torch(g.x_backprop).reshape(dy.shape)
-        return dx, _to_torch(g.scale_backprop), _to_torch(g.offset_backprop), None, None, None, None, None
+        dweight = _to_torch(g.scale_backprop).to(ctx.param_dtype)
+        dbias = _to_torch(g.offset_backprop).to(ctx.param_dtype)
+        return ctx.layout.from_op(g.x_backprop), dweight, dbias, None, None, None, None, None
 
 
 class SyncBatchNorm(torch.nn.Module):
     """Batch norm over the global batch of a ``torch.distributed`` job, on CPU.
 
     Arguments follow ``torch.nn.BatchNorm2d``; ``comm`` defaults to :func:`from_torch`
-    over the default process group (any :class:`Communicator` works, e.g. ``ThreadComm``
-    ranks); ``reproducible=True`` gives the same bits for any number of ranks.
+    over the default process group, looked up at each call (local batch norm without
+    one); any :class:`Communicator` works, e.g. ``ThreadComm`` ranks.
+    ``reproducible=True`` gives the same bits for any number of ranks.
     """
 
     def __init__(
@@ -114,11 +154,14 @@ class SyncBatchNorm(torch.nn.Module):
             self.register_buffer("running_var", torch.zeros(0))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Batch norm of ``x`` (N, C, ...) with statistics over every rank's batch in training
+        (this rank's alone without a process group), the running statistics in evaluation."""
         if x.dim() < 2:
             raise ValueError(f"expected at least 2-D input (N, C, ...), got {x.dim()}-D")
+        _check_dtype("input", x)
+        if self.weight is not None:
+            _check_dtype("parameter", self.weight)
         training = self.training or not self.track_running_stats
-        if self.comm is None:
-            self.comm = from_torch()
         factor = 1.0
         if self.training and self.track_running_stats:
             self.num_batches_tracked.add_(1)
@@ -128,7 +171,19 @@ class SyncBatchNorm(torch.nn.Module):
         weight, bias = self.weight, self.bias
         if weight is None:  # affine=False: the identity scale and shift
             weight, bias = torch.ones(self.num_features), torch.zeros(self.num_features)
-        return _SyncBatchNormFunction.apply(x, weight, bias, self.comm, self.eps, stats, training, self.reproducible)
+        comm = self._communicator() if training else SerialComm()  # inference communicates nothing
+        return _SyncBatchNormFunction.apply(x, weight, bias, comm, self.eps, stats, training, self.reproducible)
+
+    def _communicator(self) -> Communicator:
+        """The ``comm`` given, else the default process group; without one (or with one rank), local
+        batch norm, as ``torch.nn.SyncBatchNorm``.  Resolved per call and never stored, so the module
+        deep-copies and pickles (``torch.save(model)``) like any other."""
+        if self.comm is not None:
+            return self.comm
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            return from_torch()
+        return SerialComm()
 
     @classmethod
     def convert_sync_batchnorm(

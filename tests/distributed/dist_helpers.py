@@ -29,6 +29,24 @@ def batch(n=7, c=5, data_format="NHWC", dtype="float32", seed=0, shift=3.0):
     )
 
 
+def order_sensitive_batch(n=7, c=3, data_format="NHWC", dtype="float32", seed=0):
+    """A batch whose float64 sums change bits with the order of addition, visibly in float32 outputs.
+
+    Samples alternate between huge values (+-2**40, exact in float32 and bfloat16) that cancel
+    over the batch and ordinary ones: adding an ordinary partial to a huge one rounds it to the
+    float64 spacing there (2**-10), so the total, hence the mean and everything after it, depends
+    on which partials meet first.  (float16 cannot do this: a few of its values always add exactly.)
+    """
+    b = batch(n=n, c=c, data_format=data_format, dtype="float32", seed=seed)
+    rng = np.random.default_rng(seed)
+    huge = np.zeros(n)
+    huge[0 : n - 1 : 3], huge[2:n:3] = 2.0**40, -(2.0**40)  # +, ., - repeating: they cancel in pairs
+    x = b["x"].astype(np.float64) * rng.uniform(0.5, 2.0, (n,) + (1,) * (b["x"].ndim - 1))
+    x = x + huge.reshape((n,) + (1,) * (x.ndim - 1))
+    dt = DTYPES[dtype]
+    return dict(b, x=x.astype(dt), dy=b["dy"].astype(dt))
+
+
 def split(a: np.ndarray, sizes) -> list[np.ndarray]:
     return np.split(a, np.cumsum(sizes)[:-1])
 

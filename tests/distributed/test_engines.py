@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import pytest
 from dist_helpers import PER_CHANNEL, ROWS, batch, differing_bits, single_process
 
 from fbnops.distributed.demo import find_mpiexec, run_mpiexec
+from fbnops.testing import extras
 
 HERE = Path(__file__).parent
 LAYOUTS = {1: [7], 2: [4, 3], 3: [3, 0, 4]}
@@ -28,10 +28,7 @@ def _load(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("mpi4py") is None, reason="mpi4py not installed (pip install 'fbnops[mpi]')"
-)
-@pytest.mark.skipif(find_mpiexec() is None, reason="mpiexec not found (pip install 'fbnops[mpi]' brings MPICH's)")
+@pytest.mark.skipif(find_mpiexec() is None or not extras.have("mpi4py"), reason=extras.reason("mpi"))
 def test_mpiexec_one_two_three_ranks_agree(tmp_path):
     runs = {}
     for p, sizes in LAYOUTS.items():
@@ -43,7 +40,8 @@ def test_mpiexec_one_two_three_ranks_agree(tmp_path):
         runs[p] = _load(out)
     for p, run in runs.items():  # one bad rank: the same typed error on every rank, naming it
         messages = set(run.pop("error/messages").tolist())
-        assert len(messages) == 1 and f"failed on rank {p - 1}: input must be 4 or 5-dimensional" in messages.pop()
+        where = f"failed on rank {p - 1}: " if p > 1 else ""  # one rank: the plain op's own error
+        assert len(messages) == 1 and f"{where}input must be 4 or 5-dimensional" in messages.pop()
     names = {k.rsplit("/", 1)[0] for k in runs[1]}
     for case in sorted(names):
         layout, mode = case.split("/")
@@ -63,6 +61,34 @@ def test_mpiexec_one_two_three_ranks_agree(tmp_path):
                 assert not differing_bits(got, want), case
 
 
+@pytest.mark.skipif(not extras.have("mpi4py") or find_mpiexec() is None, reason=extras.reason("mpi"))
+def test_a_failure_at_any_stage_on_one_mpi_rank_reaches_every_rank(tmp_path):
+    """Rank 1 of 3 raises inside each stage in turn: all three raise the same typed error, none hangs."""
+    import json
+
+    from failures import STAGES, check_outcomes
+
+    out = tmp_path / "failures.json"
+    cmd = [
+        find_mpiexec(),
+        "-n",
+        "3",
+        sys.executable,
+        "-m",
+        "mpi4py",
+        str(HERE / "mpi_fail_worker.py"),
+        str(out),
+        "3,2,2",
+    ]
+    run = run_mpiexec(cmd, 120)  # a rank left waiting would time out here (and every rank is killed)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert sorted(report) == sorted(f"{m}/{s}" for m in ("default", "reproducible", "reduce_scatter") for s in STAGES)
+    for case, outcomes in report.items():
+        assert len(outcomes) == 3, case
+        check_outcomes(outcomes, case.split("/")[1], 1)
+
+
 def test_demo_without_mpi_is_one_clean_line_and_exit_2(monkeypatch, capsys):
     from fbnops.distributed import demo
 
@@ -73,9 +99,7 @@ def test_demo_without_mpi_is_one_clean_line_and_exit_2(monkeypatch, capsys):
     assert demo.main(0) == 2
 
 
-@pytest.mark.skipif(
-    find_mpiexec() is None or importlib.util.find_spec("mpi4py") is None, reason="needs mpi4py and mpiexec"
-)
+@pytest.mark.skipif(find_mpiexec() is None or not extras.have("mpi4py"), reason=extras.reason("mpi"))
 def test_demo_on_two_ranks_agrees_with_the_single_process_op(capsys):
     from fbnops.distributed import demo
 
@@ -102,9 +126,7 @@ else:
 """
 
 
-@pytest.mark.skipif(
-    find_mpiexec() is None or importlib.util.find_spec("mpi4py") is None, reason="needs mpi4py and mpiexec"
-)
+@pytest.mark.skipif(find_mpiexec() is None or not extras.have("mpi4py"), reason=extras.reason("mpi"))
 def test_a_channel_count_mismatch_under_mpi_never_computes_and_never_hangs():
     cmd = [find_mpiexec(), "-n", "2", sys.executable, "-m", "mpi4py", "-c", MISMATCH]
     run = run_mpiexec(cmd, 60)  # a hang fails here (and kills every rank)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
+import time
+import zlib
 
 import numpy as np
 import pytest
 from dist_helpers import batch, split, step
 
 from fbnops import distributed as fd
-from fbnops.errors import InvalidArgumentError
+from fbnops import raw_ops
+from fbnops.errors import InternalError, InvalidArgumentError, ResourceExhaustedError
 
 SIZES = [3, 2, 2]
 
@@ -61,7 +64,7 @@ def test_the_failing_ranks_own_message_reaches_every_rank():
 @pytest.mark.parametrize(
     "change,what",
     [
-        (lambda m, kw: (m, dict(kw, reproducible=True)), "the attributes"),
+        (lambda m, kw: (m, dict(kw, reproducible=True)), "reproducible"),
         (lambda m, kw: (dict(m, x=m["x"].astype(np.float16)), kw), "dtype"),
         (
             lambda m, kw: (
@@ -89,7 +92,7 @@ def test_an_epsilon_mismatch_raises_on_every_rank():
         return fd.FusedBatchNormV3(comm, x=xs[comm.rank], epsilon=eps, **kw)
 
     msg = assert_same_error(fd.ThreadComm(3, timeout=20).run(body, return_exceptions=True))
-    assert "disagree on the attributes" in msg and "rank(s) 2 differ" in msg
+    assert "disagree on epsilon: 0.0001 on rank 0, 0.001 on rank 2" in msg and "rank(s) 2 differ" in msg, msg
 
 
 def test_a_channel_count_mismatch_raises_on_every_thread_rank():
@@ -126,7 +129,9 @@ def test_a_rank_that_dies_outside_the_ops_does_not_hang_its_peers():
         return fd.FusedBatchNormV3(comm, x=b["x"][:2], **kw)
 
     results = fd.ThreadComm(2, timeout=20).run(body, return_exceptions=True)
-    assert isinstance(results[0], RuntimeError) and isinstance(results[1], threading.BrokenBarrierError)
+    assert type(results[0]) is RuntimeError
+    assert isinstance(results[1], InternalError), results[1]  # typed, naming the rank and what it raised
+    assert "rank 0 failed before collective 0: RuntimeError: rank 0 crashed" in str(results[1])
 
 
 @pytest.mark.parametrize("comm", [None, object(), "MPI.COMM_WORLD"])
@@ -145,3 +150,125 @@ def test_a_non_communicator_is_a_typed_error(comm):
 def test_thread_comm_refuses_a_timeout_that_is_not_a_positive_finite_number(timeout):
     with pytest.raises(ValueError, match="timeout must be a positive finite number"):
         fd.ThreadComm(2, timeout=timeout)
+
+
+# -- issue 24: attributes read as raw_ops reads them, compared by value ------------------------------
+
+
+def _outcome(call):
+    try:
+        return call()
+    except Exception as e:  # noqa: BLE001 - compared below
+        return e
+
+
+@pytest.mark.parametrize("value", [np.False_, np.True_, False, True], ids=repr)
+@pytest.mark.parametrize("op", ["forward", "gradient"])
+def test_is_training_is_read_exactly_as_raw_ops_reads_it(value, op):
+    """np.False_ once ran a training forward (an ``is False`` test): the op must do what raw_ops does."""
+    b = batch(seed=8)
+    stats = {k: b[k] for k in ("scale", "offset", "mean", "variance")}
+    rs = {"reserve_space_1": b["mean"], "reserve_space_2": b["variance"], "reserve_space_3": np.zeros((), np.float32)}
+    if op == "forward":
+        want = _outcome(lambda: raw_ops.FusedBatchNormV3(x=b["x"], is_training=value, **stats))
+        got = _outcome(lambda: fd.FusedBatchNormV3(fd.SerialComm(), x=b["x"], is_training=value, **stats))
+    else:
+        args = dict(y_backprop=b["dy"], x=b["x"], scale=b["scale"], is_training=value, **rs)
+        want = _outcome(lambda: raw_ops.FusedBatchNormGradV3(**args))
+        got = _outcome(lambda: fd.FusedBatchNormGradV3(fd.SerialComm(), **args))
+    if isinstance(want, Exception):  # TensorFlow's make_bool: TypeError, the same words
+        assert isinstance(got, type(want)) and str(want) in str(got), (repr(want), repr(got))
+        # on several ranks: every rank raises it, typed, naming the rank
+        if op == "forward":
+            xs = split(b["x"], [4, 3])
+            results = fd.ThreadComm(2, timeout=20).run(
+                lambda c: fd.FusedBatchNormV3(c, x=xs[c.rank], is_training=value, **stats), return_exceptions=True
+            )
+            msg = assert_same_error(results)
+            assert all(isinstance(r, type(want)) for r in results) and f"on rank 0: TypeError: {want}" in msg, msg
+        return
+    assert not isinstance(got, Exception), repr(got)
+    for name, w in want._asdict().items():
+        np.testing.assert_array_equal(getattr(got, name), w, err_msg=name)
+
+
+# Two float32 epsilons whose old attribute encoding has the same CRC-32 (found by a birthday
+# search over float32 values from 1e-3): the old 32-bit digest let ranks run with both.
+COLLIDING_EPSILONS = (0.0010037071770057082, 0.001007087528705597)
+
+
+def _old_digest(eps: float) -> int:
+    attrs = {"epsilon": eps, "exponential_avg_factor": 1.0, "data_format": "NHWC", "is_training": True}
+    return zlib.crc32(repr(sorted((k, repr(v)) for k, v in {**attrs, "reproducible": False}.items())).encode())
+
+
+def test_epsilons_that_collide_under_a_32_bit_digest_still_raise():
+    a, b_ = COLLIDING_EPSILONS
+    assert np.float32(a) != np.float32(b_) and _old_digest(a) == _old_digest(b_)  # the case is real
+    b = batch()
+    xs = split(b["x"], [4, 3])
+
+    def body(comm):
+        kw = {k: b[k] for k in ("scale", "offset", "mean", "variance")}
+        return fd.FusedBatchNormV3(comm, x=xs[comm.rank], epsilon=COLLIDING_EPSILONS[comm.rank], **kw)
+
+    msg = assert_same_error(fd.ThreadComm(2, timeout=20).run(body, return_exceptions=True))
+    assert "disagree on epsilon: 0.0010037072 on rank 0, 0.0010070875 on rank 1" in msg, msg
+
+
+def test_a_channel_mismatch_on_the_reduce_scatter_path_is_typed_on_all_32_ranks():
+    p = fd.ThreadComm(32, timeout=30)
+    wide, narrow = batch(n=2, c=96, seed=1), batch(n=2, c=64, seed=1)  # slices of 3 and 2 channels
+
+    def body(comm):
+        b = narrow if comm.rank == 5 else wide
+        return fd.FusedBatchNormV3(comm, x=b["x"], **{k: b[k] for k in ("scale", "offset", "mean", "variance")})
+
+    results = p.run(body, return_exceptions=True)
+    msg = assert_same_error(results)
+    assert "number of channels" in msg, msg
+
+
+def test_when_not_every_thread_starts_the_started_ranks_fail_at_once(monkeypatch):
+    real = threading.Thread
+
+    class Refused(real):
+        def start(self):
+            if self.name == "fbnops-rank-2":
+                raise RuntimeError("can't start new thread")
+            super().start()
+
+    monkeypatch.setattr(threading, "Thread", Refused)
+    b = batch()
+    xs = split(b["x"], [2, 2, 2, 1])
+
+    def body(comm):
+        return fd.FusedBatchNormV3(comm, x=xs[comm.rank], **{k: b[k] for k in ("scale", "offset", "mean", "variance")})
+
+    started = time.monotonic()
+    results = fd.ThreadComm(4, timeout=30).run(body, return_exceptions=True)
+    assert time.monotonic() - started < 10  # not the 30 s timeout (nor re-armed by each exit)
+    assert all(isinstance(r, ResourceExhaustedError) for r in results), results
+    assert all(
+        "could not start the thread of rank 2 of 4: RuntimeError: can't start new thread" in str(r) for r in results
+    )
+    assert not [t for t in threading.enumerate() if t.name.startswith("fbnops-rank-")]
+    with pytest.raises(ResourceExhaustedError, match="rank 2"):
+        fd.ThreadComm(4, timeout=30).run(body)
+
+
+def test_a_rank_that_skips_the_collective_is_named_at_once():
+    """One rank in inference (no communication) while the others train: they raise, naming it, without waiting."""
+    b = batch()
+    xs = split(b["x"], SIZES)
+
+    def body(comm):
+        kw = {k: b[k] for k in ("scale", "offset", "mean", "variance")}
+        return fd.FusedBatchNormV3(comm, x=xs[comm.rank], is_training=comm.rank != 2, **kw)
+
+    started = time.monotonic()
+    results = fd.ThreadComm(3, timeout=30).run(body, return_exceptions=True)
+    assert time.monotonic() - started < 10
+    assert not isinstance(results[2], Exception)
+    for r in results[:2]:
+        assert isinstance(r, InternalError) and "rank 2 returned before joining collective 0" in str(r), r

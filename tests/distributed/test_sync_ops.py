@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 from dist_helpers import (
     PER_CHANNEL,
+    ROWS,
     SHARDINGS,
     batch,
     differing_bits,
     joined,
+    order_sensitive_batch,
     sharded_step,
     single_process,
     split,
@@ -18,6 +20,8 @@ from dist_helpers import (
 
 import fbnops
 from fbnops import distributed as fd
+from fbnops.distributed import _tree
+from fbnops.distributed.comm import sum_in_rank_order
 from fbnops.kernels._plan import SERIAL_BELOW
 from fbnops.testing import STAT_TOL, X_TOL, forward_f64, grad_f64, rel_err
 
@@ -55,23 +59,57 @@ def test_one_rank_is_the_single_process_op_bit_for_bit(backend, data_format, fac
     with fbnops.backend(backend):
         for dtype in ("float32", "float16", "bfloat16"):
             b = batch(n=6, c=9, data_format=data_format, dtype=dtype, seed=3)
+            want = single_process(b, data_format=data_format, factor=factor)
             got = step(fd.SerialComm(), b, data_format=data_format, factor=factor)
-            assert not differing_bits(got, single_process(b, data_format=data_format, factor=factor)), dtype
+            assert not differing_bits(got, want), dtype
+            # the staged path (partials, exchange, finish, apply) with all the data on one rank of two
+            staged = joined(sharded_step(b, [b["x"].shape[0], 0], data_format=data_format, factor=factor))
+            assert not differing_bits(staged, want, PER_CHANNEL[:4] + ROWS), dtype
             ranks = sharded_step(b, [2, 0, 4], data_format=data_format, reproducible=True)
             one = step(fd.SerialComm(), b, data_format=data_format, factor=1.0, reproducible=True)
             assert not differing_bits(joined(ranks), one), dtype
 
 
-@pytest.mark.parametrize("data_format,dtype", [("NHWC", "float32"), ("NCHW", "float16"), ("NDHWC", "bfloat16")])
+ORDER_SENSITIVE = [("NHWC", "float32"), ("NCHW", "float32"), ("NDHWC", "bfloat16")]  # float16 adds exactly
+
+
+def sharding_mismatches(b, data_format: str, **mode) -> dict[str, list[str]]:
+    """For each sharding, the outputs whose bits differ from the same mode on one rank."""
+    serial = step(fd.SerialComm(), b, data_format=data_format, **mode)
+    out = {}
+    for sizes in SHARDINGS + ([2, 2, 2, 1],):
+        out[str(sizes)] = differing_bits(joined(sharded_step(b, sizes, data_format=data_format, **mode)), serial)
+    return out
+
+
+@pytest.mark.parametrize("data_format,dtype", ORDER_SENSITIVE)
 def test_reproducible_mode_is_bitwise_identical_for_every_sharding(data_format, dtype):
-    b = batch(data_format=data_format, dtype=dtype, seed=1)
+    b = order_sensitive_batch(data_format=data_format, dtype=dtype)
+    default = sharding_mismatches(b, data_format)
+    assert any(default.values()), "the data does not make the order of addition visible"
+    reproducible = sharding_mismatches(b, data_format, reproducible=True)
+    assert not any(reproducible.values()), reproducible
     serial = step(fd.SerialComm(), b, data_format=data_format, reproducible=True)
     want = single_process(b, data_format=data_format)
-    for k in PER_CHANNEL:
+    for k in ("reserve_space_2", "scale_backprop", "offset_backprop"):  # and it is still the op
         assert rel_err(serial[k], want[k]) <= STAT_TOL, k
-    for sizes in SHARDINGS + ([2, 2, 2, 1],):
-        ranks = sharded_step(b, sizes, data_format=data_format, reproducible=True)
-        assert not differing_bits(joined(ranks), serial), sizes
+
+
+def _rank_order_sum(comm, leaves, samples, head, **_):
+    """The mutation: each rank adds its samples in order, the ranks' totals are added in rank order."""
+    mine = np.zeros(leaves.shape[1])
+    for row in leaves:
+        mine += row
+    rows = comm.allgatherv(np.stack([head, mine]), [2] * comm.size)
+    return np.stack([r[0] for r in rows]), sum_in_rank_order([r[1] for r in rows])
+
+
+def test_the_sharding_check_fails_when_the_tree_is_a_rank_order_sum(monkeypatch):
+    """Mutation test: replace the fixed-order tree by a naive sum and the check above must catch it."""
+    b = order_sensitive_batch()
+    monkeypatch.setattr(_tree, "tree_total", _rank_order_sum)
+    mismatches = sharding_mismatches(b, "NHWC", reproducible=True)
+    assert any(mismatches.values()), "the reproducibility check cannot tell a naive sum from the tree"
 
 
 def test_default_mode_is_bitwise_reproducible_across_thread_counts():
@@ -182,8 +220,27 @@ def test_frozen_gradient_global_param_grads_cost_one_round(param_grads):
         y_backprop=b["dy"], x=b["x"], scale=b["scale"], is_training=False, **rs
     )  # fmt: skip
     np.testing.assert_array_equal(np.concatenate([g.x_backprop for g, _ in ranks]), want.x_backprop)
-    assert [n for _, n in ranks] == ([1, 1, 1] if param_grads == "global" else [0, 0, 0])
+    # the sums, then the status round
+    assert [n for _, n in ranks] == ([2, 2, 2] if param_grads == "global" else [0, 0, 0])
     if param_grads == "global":
         for g, _ in ranks:
             assert rel_err(g.scale_backprop, want.scale_backprop) <= STAT_TOL
             assert rel_err(g.offset_backprop, want.offset_backprop) <= STAT_TOL
+
+
+@pytest.mark.parametrize("backend", fbnops.available_backends())
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_one_row_samples_take_the_vectorized_partials_with_the_kernels_bits(backend, dtype):
+    from fbnops.distributed import _rows
+    from fbnops.kernels import stages
+
+    b = batch(n=9, c=33, data_format="NCHW", dtype=dtype, seed=4)
+    x, dy = b["x"][:, :, :1, :1].reshape(9, 33, 1), b["dy"][:, :, :1, :1].reshape(9, 33, 1)
+    with fbnops.backend(backend):
+        pairs = [
+            (stages.sum_x(x, rows_per_sample=1), _rows.sum_x(x)),
+            (stages.sum_sq(x, b["mean"], rows_per_sample=1), _rows.sum_sq(x, b["mean"])),
+            (stages.sum_grad(x, dy, b["mean"], rows_per_sample=1), _rows.sum_grad(x, dy, b["mean"])),
+        ]
+    for kernel, vectorized in pairs:
+        assert kernel.shape == vectorized.shape and kernel.tobytes() == vectorized.tobytes()
