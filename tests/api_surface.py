@@ -63,9 +63,15 @@ def _class_lines(path: str, cls: type, depth: int) -> list[str]:
     return lines
 
 
-def dump_object(prefix: str, obj) -> list[str]:
+# public names that need an optional extra: dotted name -> (module it needs, extra)
+NEEDS_EXTRA = {"fbnops.distributed.SyncBatchNorm": ("torch", "oracle")}
+
+
+def dump_object(prefix: str, obj, skip: frozenset[str] = frozenset()) -> list[str]:
     lines = []
     for name in _public(obj):
+        if f"{prefix}.{name}" in skip:
+            continue
         member = getattr(obj, name)
         path = f"{prefix}.{name}"
         if inspect.ismodule(member):
@@ -82,8 +88,15 @@ def dump_object(prefix: str, obj) -> list[str]:
     return lines
 
 
-def dump() -> str:
+def dump(skip: frozenset[str] = frozenset()) -> str:
+    """The listing of every surface, leaving out the public names in ``skip`` (and their members)."""
     lines = []
     for mod in SURFACES:
-        lines += dump_object(mod, importlib.import_module(mod))
+        lines += dump_object(mod, importlib.import_module(mod), skip)
     return "\n".join(lines) + "\n"
+
+
+def without(text: str, skip: frozenset[str]) -> str:
+    """``text`` (a dump) without the lines of the names in ``skip`` and their members."""
+    return "".join(line for line in text.splitlines(True) if line.split(":", 1)[0].split("(")[0] not in skip
+                   and not any(line.startswith(name + ".") for name in skip))

@@ -12,7 +12,7 @@ from data import make_kernel_bits as lock  # tests/data, on the path as `data`
 
 import fbnops
 from fbnops.errors import NotFoundError
-from fbnops.testing import X_TOL, grad_inputs
+from fbnops.testing import X_TOL, extras, grad_inputs
 
 
 def test_available_backends_and_default():
@@ -106,9 +106,8 @@ def test_per_op_kernel_labels_in_every_builder():
 
 def test_numba_is_a_bitwise_twin_of_cython():
     """Every output byte equal, over the bits-lock grid: all dtypes, layouts and modes, 1 and 2 threads."""
-    missing = {"cython", "numba"} - set(fbnops.available_backends())
-    if missing:
-        pytest.skip(f"backend(s) {sorted(missing)} not available in this install")
+    extras.require_backend("cython")
+    extras.require_backend("numba")
     got = lock.compute_bits(("cython", "numba"))
     cases = [k.split("/", 1)[1] for k in got if k.startswith("cython/")]
     assert len(cases) == len(lock.CASES) * len(lock.DTYPES) * len(lock.MODES) * len(lock.THREADS)
@@ -119,8 +118,7 @@ def test_numba_is_a_bitwise_twin_of_cython():
 def test_numba_read_only_inputs_share_the_compiled_specialization():
     """Read-only and writeable inputs reach the Numba kernels typed alike (read-only views), so a
     caller's frozen arrays use what warm_up compiled and cached instead of compiling anew."""
-    if "numba" not in fbnops.available_backends():
-        pytest.skip("backend 'numba' not available in this install (pip install 'fbnops[numba]')")
+    extras.require_backend("numba")
     from fbnops.kernels import _numba_loops as loops
     from fbnops.kernels import numba_backend as nb
 

@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-import fbnops
+from fbnops.testing import extras
 
 SCRIPT = textwrap.dedent("""
     import hashlib, multiprocessing, sys
@@ -69,8 +69,7 @@ SCRIPT = textwrap.dedent("""
 def test_kernels_in_a_forked_child_give_the_same_bits(backend):
     if not hasattr(os, "fork"):
         pytest.skip("no fork() on this platform")
-    if backend not in fbnops.available_backends():
-        pytest.skip(f"backend {backend!r} is not available in this install")
+    extras.require_backend(backend)
     # its own session, so that on a hang the forked children are killed with it
     proc = subprocess.Popen(
         [sys.executable, "-c", SCRIPT, backend],

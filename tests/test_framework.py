@@ -16,7 +16,7 @@ from fbnops.framework.layouts import DATA_FORMATS, channel_axis, to_channels_las
 from fbnops.framework.scope import EagerContext, Scope
 from fbnops.framework.session import Session
 from fbnops.framework.tensor import TensorName, parse_tensor_name
-from fbnops.testing import forward_f64
+from fbnops.testing import extras, forward_f64
 
 F = np.float32
 
@@ -238,7 +238,7 @@ def test_graphdef_kernel_labels_and_bad_text():
 def test_tensorflow_imports_and_runs_the_exported_graph(fmt, is_training):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    tf = pytest.importorskip("tensorflow")
+    tf = extras.require("tensorflow", "oracle")
     from google.protobuf import text_format
 
     shape = (4, 3, 3, 2) if fmt == "NHWC" else (4, 2, 3, 3)
@@ -293,7 +293,7 @@ def test_each_surface_default_for_a_bare_name():
 def test_a_bare_name_in_session_run_is_a_target_in_tensorflow_too():
     """The TF1 semantics the core Session keeps, checked against TensorFlow itself."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    tf = pytest.importorskip("tensorflow", reason="TensorFlow (the oracle extra) is not installed")
+    tf = extras.require("tensorflow", "oracle")
     from google.protobuf import text_format
 
     scope, x, fwd = _forward_graph()
@@ -328,7 +328,7 @@ def test_dtype_table_round_trips_and_matches_tensorflow():
         assert all(dtypes.from_user_name(n) == row.numpy for n in (row.tf_name, *row.user_names))
     with pytest.raises(KeyError, match="unknown dtype 'float8'; known: bfloat16, bool"):
         dtypes.from_user_name("float8")
-    tf = pytest.importorskip("tensorflow", reason="TensorFlow (the oracle extra) is not installed")
+    tf = extras.require("tensorflow", "oracle")
     from tensorflow.core.framework import types_pb2
 
     for row in dtypes.TABLE:

@@ -10,7 +10,7 @@ import pytest
 from data import make_kernel_bits as lock  # tests/data, on the path as `data`
 
 import fbnops
-from fbnops.testing import grad_inputs
+from fbnops.testing import extras, grad_inputs
 
 raw = fbnops.raw_ops
 PARALLEL = [b for b in fbnops.available_backends() if b != "reference"]
@@ -97,7 +97,7 @@ cython = pytest.importorskip("fbnops.kernels._cython.batch_norm") if "cython" in
 tools = pytest.importorskip("fbnops.kernels._cython._tools") if "cython" in PARALLEL else None
 
 
-@pytest.mark.skipif(cython is None, reason="Cython backend not built")
+@pytest.mark.skipif(cython is None, reason=extras.backend_reason("cython"))
 class TestConversions:
     def test_every_half_widens_exactly(self):
         bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
@@ -224,8 +224,7 @@ def test_kernel_bits_are_locked(backend):
     """Every backend's output bytes over the grid of tests/data/make_kernel_bits.py are unchanged."""
     import json
 
-    if backend not in fbnops.available_backends():
-        pytest.skip(f"backend {backend!r} is not available in this install")
+    extras.require_backend(backend)
     stored = json.loads(lock.BITS_FILE.read_text())["bits"]
     got = lock.compute_bits((backend,))
     changed = sorted(k for k in got if stored.get(k) != got[k])

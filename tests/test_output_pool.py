@@ -12,6 +12,7 @@ import pytest
 import fbnops
 from fbnops.framework import dtypes
 from fbnops.kernels import outputs
+from fbnops.testing import extras
 
 pytestmark = pytest.mark.skipif(
     outputs.stats()["limit"] == 0 and outputs.empty is np.empty, reason="the compiled output pool is not built"
@@ -90,8 +91,7 @@ def test_tracemalloc_sees_handed_out_blocks(pool_on):
 @pytest.mark.parametrize("backend", ["cython", "numba"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_op_outputs_come_from_the_pool_and_keep_their_values(pool_on, backend, dtype):
-    if backend not in fbnops.available_backends():
-        pytest.skip(f"the {backend} backend is not installed")
+    extras.require_backend(backend)
     rng = np.random.default_rng(3)
     dt = dtypes.from_user_name(dtype)
     x = rng.standard_normal((8, 32, 32, 64)).astype(dt)

@@ -7,7 +7,7 @@ import pytest
 
 import fbnops
 from fbnops.ops.fused_batch_norm_v3 import running_statistics
-from fbnops.testing import grad_f64, grad_inputs, rel_err, run_grad
+from fbnops.testing import extras, grad_f64, grad_inputs, rel_err, run_grad
 
 raw = fbnops.raw_ops
 F = np.float32
@@ -201,7 +201,7 @@ def test_non_contiguous_and_foreign_inputs(backend):
 
 
 def test_dlpack_input(backend):
-    torch = pytest.importorskip("torch")
+    torch = extras.require("torch", "oracle")
     inputs = grad_inputs((2, 3, 3, 4))
     ref = run_grad(inputs)
     out = run_grad({**inputs, "x": torch.from_numpy(inputs["x"].copy())})

@@ -9,14 +9,14 @@ from data import make_kernel_bits as bits  # tests/data, on the path as `data`
 import fbnops
 from fbnops.errors import InvalidArgumentError
 from fbnops.kernels import stages
+from fbnops.testing import extras
 
 EPS = bits.EPSILON
 
 
 @pytest.fixture(params=["cython", "numba", "reference"])
 def backend(request):
-    if request.param not in fbnops.available_backends():
-        pytest.skip(f"backend {request.param!r} is not available in this install")
+    extras.require_backend(request.param)
     with fbnops.backend(request.param):
         yield bits.backend_module(request.param)
 

@@ -22,9 +22,11 @@ import numpy as np
 import pytest
 from raw_ops_cases import ROWS, Row, call_inputs
 
+from fbnops.testing import extras
+
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-tf = pytest.importorskip("tensorflow", reason="TensorFlow is the oracle here: pip install 'fbnops[oracle]'")
+tf = extras.require("tensorflow", "oracle")
 
 import fbnops  # noqa: E402
 from fbnops import Graph, Scope, Session, gradients  # noqa: E402

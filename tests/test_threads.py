@@ -14,6 +14,7 @@ import pytest
 import fbnops
 from fbnops.errors import InvalidArgumentError
 from fbnops.framework import threads
+from fbnops.testing import extras
 
 
 @pytest.fixture
@@ -85,7 +86,7 @@ def test_bad_omp_num_threads_is_ignored_with_a_warning(monkeypatch):
 
 def test_importing_the_backends_changes_no_global_state():
     """No warning filters, no thread settings at import; Numba's count restored after a call."""
-    pytest.importorskip("numba", reason="the numba extra is not installed")
+    extras.require("numba", "numba")
     code = textwrap.dedent("""
         import warnings, numba, numpy as np
         filters, nthreads = list(warnings.filters), numba.get_num_threads()

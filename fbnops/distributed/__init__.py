@@ -34,7 +34,12 @@ __all__ = [
 
 def __getattr__(name: str):
     if name == "SyncBatchNorm":  # needs torch: imported on first use only
-        from .torch_sync_bn import SyncBatchNorm
+        try:
+            from .torch_sync_bn import SyncBatchNorm
+        except ModuleNotFoundError as e:  # one line naming the extra, not torch's bare error
+            if e.name != "torch":
+                raise
+            raise ImportError(f"{__name__}.SyncBatchNorm needs PyTorch: pip install 'fbnops[oracle]'") from None
 
         return SyncBatchNorm
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,21 +7,18 @@ __all__ = ["backend_params", "compiled_backend_params"]
 
 def backend_params(exclude: tuple[str, ...] = ()) -> list:
     """``pytest.param(name)`` per known backend; a backend that is not installed carries a skip mark
-    whose reason says why and how to get it (shown by ``pytest -rs``)."""
+    whose reason is the one :func:`fbnops.testing.extras.backend_reason` words (shown by ``pytest -ra``)."""
     import pytest
 
     from ..framework import registry
-    from ..framework.errors import NotFoundError
+    from .extras import backend_reason
 
     params = []
     for name in registry.known_backends():
         if name in exclude:
             continue
-        try:
-            registry.check_backend(name)
-            marks = ()
-        except NotFoundError as e:
-            marks = pytest.mark.skip(reason=f"backend {name!r} unavailable: {e.message}")
+        available = name in registry.available_backends()
+        marks = () if available else pytest.mark.skip(reason=backend_reason(name))
         params.append(pytest.param(name, marks=marks, id=name))
     return params
 

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fbnops.testing import extras
 from fbnops.tools import runfile
 
 JOB = {
@@ -95,7 +96,7 @@ def test_truncated_or_corrupted_text_gives_one_error_with_line_and_column(tmp_pa
 @SETTINGS
 @given(text=st.text(max_size=200))
 def test_arbitrary_yaml_text(tmp_path, text):
-    pytest.importorskip("yaml", reason="YAML run files need PyYAML (the yaml extra)")
+    extras.require("yaml", "yaml")
     try:
         _run(tmp_path, text, "job.yaml")
     except UnicodeEncodeError:  # surrogates cannot even be written as a file
