@@ -8,15 +8,19 @@ never modified.
 
 from __future__ import annotations
 
+import re
 import tracemalloc
 import warnings
+from fractions import Fraction
 
+import ml_dtypes
 import numpy as np
 import pytest
 from raw_ops_cases import ROWS, Row, call_inputs
 
 import fbnops
 from fbnops.errors import InvalidArgumentError, ResourceExhaustedError
+from fbnops.testing import extras
 
 CLASSES = {"InvalidArgumentError": InvalidArgumentError, "TypeError": TypeError, "ValueError": ValueError}
 HUGE = (10**6, 10**4, 1, 3)  # 3e10 elements: more than any test machine's memory once copied
@@ -53,7 +57,7 @@ def test_converted_call_equals_the_typed_call():
         "reserve_space_3": 0,
     }
     typed = {k: np.asarray(v, np.float32) for k, v in loose.items()}
-    got = fbnops.raw_ops.FusedBatchNormGradV3(**loose, epsilon=True, is_training=np.True_, data_format=b"NHWC")
+    got = fbnops.raw_ops.FusedBatchNormGradV3(**loose, epsilon=True, is_training=True, data_format=b"NHWC")
     want = fbnops.raw_ops.FusedBatchNormGradV3(**typed, epsilon=1.0, is_training=True, data_format="NHWC")
     for a, b in zip(got, want, strict=True):
         assert a.dtype == b.dtype
@@ -114,3 +118,72 @@ def test_epsilon_beyond_float_is_typed_on_the_graph_surface_too(epsilon):
         warnings.simplefilter("error")
         with pytest.raises(InvalidArgumentError, match="is out of the range of float"):
             scope.add_op("FusedBatchNormV3", [x, v, v, v, v], {"epsilon": epsilon})
+
+
+class _Index:  # has __index__ but is not a number: TensorFlow refuses it for every attr
+    def __index__(self) -> int:
+        return 1
+
+    def __repr__(self) -> str:
+        return "_Index()"
+
+
+# values x attrs, compared with TensorFlow's make_float/make_bool/make_str (its eager fast path)
+ATTR_VALUES = {
+    "True": True, "False": False, "np.True_": np.True_, "np.False_": np.False_, "1": 1, "0.5": 0.5,
+    "np.float16": np.float16(0.5), "np.float32": np.float32(0.5), "np.float64": np.float64(0.5),
+    "np.int8": np.int8(1), "np.int64": np.int64(1), "np.uint16": np.uint16(1), "bfloat16": ml_dtypes.bfloat16(0.5),
+    "Fraction": Fraction(1, 2), "0-d array": np.array(0.5), "bool array": np.array(True), "1j": 1j,
+    "[0.5]": [0.5], "(1,)": (1,), "'NHWC'": "NHWC", "np.str_": np.str_("NCHW"), "b'NHWC'": b"NHWC",
+    "bytearray": bytearray(b"NHWC"), "'x'": "x", "b'\\xff'": b"\xff", "10**40": 10**40, "inf": float("inf"),
+    "nan": float("nan"), "object()": object(), "_Index()": _Index(), "None": None,
+}  # fmt: skip
+# Where fbnops deliberately differs (fbnops.ops.convert's module doc): (value, attr type) -> fbnops' outcome.
+ATTR_DIFFERENCES = {
+    ("10**40", "float"): "InvalidArgumentError",  # TF stores inf in a float32 attr
+    ("inf", "float"): "InvalidArgumentError",  # epsilon: TF computes with it; factor: the op refuses it
+    ("nan", "float"): "InvalidArgumentError",  # TF computes NaN
+    ("b'\\xff'", "string"): "InvalidArgumentError",  # TF: a UnicodeDecodeError from its own decoding
+}
+
+
+def _attr_outcome(fn, call: dict) -> str:
+    try:
+        fn(**call)
+    except TypeError as e:  # TensorFlow's exact message (object addresses aside)
+        return "TypeError: " + re.sub(r" at 0x[0-9a-f]+", "", str(e))
+    except Exception as e:  # fbnops' and TensorFlow's InvalidArgumentError alike: the class name
+        return type(e).__name__
+    return "ok"
+
+
+def _attr_cells():
+    from fbnops.specs import all_specs
+
+    return [(s.name, a.name, a.type) for s in all_specs() for a in s.attrs]
+
+
+@pytest.mark.parametrize("op,attr,attr_type", _attr_cells())
+def test_attr_types_follow_tensorflow(op, attr, attr_type):
+    """Every attr of every op, fed each value: TensorFlow's TypeError (same words), or both accept it."""
+    tf = extras.require("tensorflow", "oracle")
+    c = 3
+    x = np.random.default_rng(0).standard_normal((2, 2, 2, c)).astype(np.float32)
+    ones = np.ones(c, np.float32)
+    if op.startswith("FusedBatchNormGrad"):
+        inputs = dict(y_backprop=x, x=x, scale=ones, reserve_space_1=ones * 0, reserve_space_2=ones)
+        if op == "FusedBatchNormGradV3":
+            inputs["reserve_space_3"] = ones
+    else:
+        inputs = dict(x=x, scale=ones, offset=ones, mean=ones * 0, variance=ones)
+    mismatched = []
+    for label, value in ATTR_VALUES.items():
+        call = {**inputs, attr: value}
+        theirs = _attr_outcome(getattr(tf.raw_ops, op), call)
+        if theirs.startswith("InvalidArgumentError"):
+            theirs = "InvalidArgumentError"  # the allowed-values and op checks: the class is what is compared
+        theirs = ATTR_DIFFERENCES.get((label, attr_type), theirs)
+        ours = _attr_outcome(getattr(fbnops.raw_ops, op), call)
+        if ours != theirs:
+            mismatched.append((label, ours, theirs))
+    assert mismatched == []

@@ -28,11 +28,13 @@ Deliberate differences from TensorFlow, all on the side of failing loudly:
 Attrs (:func:`convert_attrs`) follow TensorFlow's ``_MakeFloat``/``_MakeBool``/
 ``_MakeStr``: a value of the wrong type raises ``TypeError`` with TensorFlow's exact
 message (``Expected float for argument 'epsilon' not '0.1'.``); ``None`` means the
-default; ``epsilon=True`` is accepted as it is in TensorFlow.  Two deliberate
-differences: ``np.bool_`` is accepted for bool attrs (TensorFlow refuses
-``np.True_``, which trips every NumPy user), and a float attr beyond the float32
-range raises ``InvalidArgumentError`` (TensorFlow stores ``inf``, or raises
-``OverflowError`` for an int beyond the double range).
+default; ``epsilon=True`` is accepted as it is in TensorFlow, and NumPy scalars follow
+TensorFlow too: ``np.float16/32/64`` and NumPy ints are floats, ``np.True_`` is *not* a
+bool (``Expected bool for argument 'is_training' not np.True_.``), ``np.str_`` is a string.
+One deliberate difference: a float attr beyond the float32 range raises
+``InvalidArgumentError`` (TensorFlow stores ``inf``, or raises ``OverflowError`` for an int
+beyond the double range).  ``tests/test_raw_ops_conversion.py`` compares these rules with
+TensorFlow's on a matrix of values x attrs.
 
 The graph surfaces (C++/Java mirrors, ``Scope``) keep their own typing; this
 module is for ``fbnops.raw_ops`` only.
@@ -288,9 +290,9 @@ def _make_float(v: Any, name: str, op: str) -> float:
 
 
 def _make_bool(v: Any, name: str) -> bool:
-    if not isinstance(v, (bool, np.bool_)):  # np.bool_: a deliberate, friendlier difference
+    if not isinstance(v, bool):  # TensorFlow's _MakeBool: np.bool_ is not a bool
         raise TypeError(f"Expected bool for argument '{name}' not {v!r}.")
-    return bool(v)
+    return v
 
 
 def _make_str(v: Any, name: str, op: str) -> str:
