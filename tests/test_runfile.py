@@ -13,6 +13,7 @@ import pytest
 
 import fbnops
 from fbnops.framework.errors import ResourceExhaustedError
+from fbnops.testing import extras
 from fbnops.tools import runfile
 from fbnops.tools._schema import validate
 
@@ -119,7 +120,7 @@ def test_bad_run_file_names_file_line_column_and_key(tmp_path, mutation, pointer
 
 
 def test_positions_are_exact_in_json_and_yaml(tmp_path):
-    yaml = pytest.importorskip("yaml", reason="YAML run files need PyYAML (the yaml extra)")
+    yaml = extras.require("yaml", "yaml")
     doc = mutated("ops", 1, "inputs", "scale", "scal")
     text = json.dumps(doc, indent=2)
     with pytest.raises(runfile.RunFileError) as info:
@@ -150,7 +151,7 @@ def test_malformed_json_is_one_typed_error_with_line_column(tmp_path, text, mess
 
 
 def test_yaml_alias_bomb_is_refused_before_expansion(tmp_path):
-    pytest.importorskip("yaml", reason="YAML run files need PyYAML (the yaml extra)")
+    extras.require("yaml", "yaml")
     lines = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
     for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
         lines.append(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]")
@@ -169,7 +170,7 @@ def test_yaml_alias_bomb_is_refused_before_expansion(tmp_path):
     ],
 )
 def test_malformed_yaml(tmp_path, text, message):
-    pytest.importorskip("yaml", reason="YAML run files need PyYAML (the yaml extra)")
+    extras.require("yaml", "yaml")
     with pytest.raises(runfile.RunFileError) as info:
         runfile.run_file(write(tmp_path, text, "bad.yaml"))
     assert message in str(info.value)
@@ -271,7 +272,7 @@ def test_unwritable_outputs_are_refused_before_any_work(tmp_path, where):
 
 
 def test_schema_ships_with_the_package_and_is_valid_json_schema():
-    jsonschema = pytest.importorskip("jsonschema", reason="the cross-check with jsonschema needs it installed")
+    jsonschema = extras.require("jsonschema", "test")
     schema = runfile.schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     assert set(schema["properties"]) == {"backend", "inputs", "ops", "fetch"}
@@ -294,6 +295,6 @@ CORPUS = [JOB] + [mutated(*m) for m, _, _ in BAD] + [
 
 @pytest.mark.parametrize("doc", CORPUS)
 def test_own_validator_agrees_with_jsonschema(doc):
-    jsonschema = pytest.importorskip("jsonschema", reason="the cross-check with jsonschema needs it installed")
+    jsonschema = extras.require("jsonschema", "test")
     theirs = jsonschema.Draft202012Validator(runfile.schema()).is_valid(doc)
     assert (validate(doc) == []) == theirs

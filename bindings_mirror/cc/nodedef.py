@@ -39,7 +39,8 @@ def _spec(op_type: str) -> OpSpec | None:
 
 def _float_text(value: float) -> str:
     """A float attr as TensorFlow prints it: the shortest %g that reads back as the same float32."""
-    f32 = np.float32(value)
+    with np.errstate(over="ignore"):  # 1e39 prints as inf (the message then says it is out of range)
+        f32 = np.float32(value)
     for digits in range(1, 10):
         text = f"{float(f32):.{digits}g}"
         if np.float32(text) == f32:

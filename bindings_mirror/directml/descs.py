@@ -6,7 +6,9 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .enums import DML_TENSOR_FLAG_NONE, DML_TENSOR_TYPE_BUFFER, ELEMENT_BITS
+from fbnops.framework.errors import conversion_errors_as
+
+from .enums import DML_TENSOR_FLAG_NONE, DML_TENSOR_TYPE_BUFFER, ELEMENT_BITS, invalid
 
 if TYPE_CHECKING:
     from .d3d12 import ID3D12Resource
@@ -161,6 +163,8 @@ def DMLCalcBufferTensorSize(dataType: int, dimensionCount: int, sizes: list[int]
     bits = ELEMENT_BITS.get(dataType)
     if bits is None:
         return 0
+    if len(sizes) < dimensionCount or (strides is not None and len(strides) < dimensionCount):
+        raise invalid(f"DMLCalcBufferTensorSize: DimensionCount {dimensionCount} exceeds the sizes or strides given")
     if strides is None:
         implied_bits = math.prod(sizes[:dimensionCount]) * bits
     else:
@@ -172,9 +176,15 @@ def DMLCalcBufferTensorSize(dataType: int, dimensionCount: int, sizes: list[int]
 
 def make_tensor_desc(data_type: int, sizes, strides=None) -> DML_TENSOR_DESC:
     """A DML_TENSOR_DESC with TotalTensorSizeInBytes from DMLCalcBufferTensorSize (DMLX's default policy)."""
-    sizes = [int(s) for s in sizes]
+    if isinstance(sizes, (str, bytes)) or isinstance(strides, (str, bytes)):
+        raise invalid("make_tensor_desc: sizes and strides must be UINT lists, not text")
+    with conversion_errors_as(lambda m: invalid(f"make_tensor_desc: sizes and strides must be UINT lists ({m})")):
+        sizes = [int(s) for s in sizes]
+        strides = None if strides is None else [int(s) for s in strides]
+    if strides is not None and len(strides) != len(sizes):
+        raise invalid(f"make_tensor_desc: {len(strides)} strides for {len(sizes)} sizes (one stride per dimension)")
     buffer = DML_BUFFER_TENSOR_DESC(
-        data_type, DML_TENSOR_FLAG_NONE, len(sizes), sizes, None if strides is None else [int(s) for s in strides]
+        data_type, DML_TENSOR_FLAG_NONE, len(sizes), sizes, strides
     )
     buffer.TotalTensorSizeInBytes = DMLCalcBufferTensorSize(data_type, len(sizes), sizes, buffer.Strides)
     return DML_TENSOR_DESC(DML_TENSOR_TYPE_BUFFER, buffer)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from fbnops.framework.errors import conversion_errors_as
+
 from .binding import IDMLBindingTable
 from .d3d12 import D3D12CreateDevice, ID3D12Device
 from .descs import (
@@ -92,8 +94,12 @@ class IDMLDevice(IDMLObject):
         return S_OK
 
     def CreateOperator(self, desc: DML_OPERATOR_DESC) -> IDMLOperator:
-        schema = validate_operator_desc(desc, self._feature_level)
-        return IDMLOperator(schema, copy.deepcopy(desc.Desc))  # descs need not outlive CreateOperator
+        # the one place a desc member of the wrong Python type (a huge int, None, a nested list) becomes
+        # E_INVALIDARG, as a C caller's would be refused, instead of a Python traceback
+        with conversion_errors_as(lambda m: invalid(f"CreateOperator: a desc member does not fit its type ({m})"),
+                                  keep=(HRESULTError,)):  # fmt: skip
+            schema = validate_operator_desc(desc, self._feature_level)
+            return IDMLOperator(schema, copy.deepcopy(desc.Desc))  # descs need not outlive CreateOperator
 
     def CompileOperator(self, op: IDMLOperator, flags: int = DML_EXECUTION_FLAG_NONE) -> IDMLCompiledOperator:
         if not isinstance(op, IDMLOperator):
@@ -104,7 +110,9 @@ class IDMLDevice(IDMLObject):
 
     def CompileGraph(self, desc: DML_GRAPH_DESC, flags: int = DML_EXECUTION_FLAG_NONE) -> IDMLCompiledOperator:
         """IDMLDevice1::CompileGraph: the graph's inputs and outputs are the compiled operator's bindings."""
-        schema, members = compile_graph(desc)
+        with conversion_errors_as(lambda m: invalid(f"CompileGraph: a desc member does not fit its type ({m})"),
+                                  keep=(HRESULTError,)):  # fmt: skip
+            schema, members = compile_graph(desc)
         return self.CompileOperator(IDMLOperator(schema, members), flags)
 
     def CreateOperatorInitializer(self, operators) -> IDMLOperatorInitializer:

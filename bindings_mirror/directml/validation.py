@@ -27,12 +27,24 @@ from .schemas import SCHEMAS, _OpSchema
 UINT_MAX = 0xFFFFFFFF
 
 
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def _fits_float32(value) -> bool:
+    """A finite number within FLOAT's range (10**400 or 1e39 would be inf in C); inf and NaN are the op's to judge."""
+    try:
+        f = float(value)
+    except OverflowError:
+        return False
+    return not math.isfinite(f) or abs(f) <= _FLT_MAX
+
+
 def sizes_str(sizes) -> str:
     return "{" + ",".join(str(s) for s in sizes) + "}"
 
 
 def _is_uint(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= value <= UINT_MAX
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and 0 <= value <= UINT_MAX
 
 
 def element_strides(b: DML_BUFFER_TENSOR_DESC) -> list[int]:
@@ -51,7 +63,9 @@ def _check_tensor(schema: _OpSchema, member: str, td, is_output: bool) -> DML_BU
     ):
         raise invalid(f"{where}: must be a DML_TENSOR_DESC of Type DML_TENSOR_TYPE_BUFFER (a DML_BUFFER_TENSOR_DESC)")
     b = td.Desc
-    if b.DataType not in NUMPY_DTYPES:
+    if not _is_uint(b.Flags):
+        raise invalid(f"{where}: Flags must be a UINT of DML_TENSOR_FLAGS, got {b.Flags!r:.40}")
+    if not _is_uint(b.DataType) or b.DataType not in NUMPY_DTYPES:
         raise invalid(
             f"{where}: DataType {DATA_TYPE_NAMES.get(b.DataType, b.DataType)} is not supported (FLOAT32, FLOAT16)"
         )
@@ -118,13 +132,14 @@ def validate_operator_desc(op_desc: DML_OPERATOR_DESC, feature_level: int = MIRR
         bufs[member] = _check_tensor(schema, member, td, member in schema.outputs)
     _check_alike(schema, bufs)
     eps = d.Epsilon
-    if not isinstance(eps, (float, int, np.floating, np.integer)) or isinstance(eps, bool):
+    if not isinstance(eps, (float, int, np.floating, np.integer)) or isinstance(eps, (bool, np.bool_)):
         raise invalid(f"{schema.name}.Epsilon must be a FLOAT")
+    if not _fits_float32(eps):
+        raise invalid(f"{schema.name}.Epsilon {eps!r:.40} does not fit a FLOAT (beyond +-3.4e38)")
     act = getattr(d, "FusedActivation", None)
-    if act is not None and (
-        not isinstance(act, DML_OPERATOR_DESC)
-        or act.Type not in (DML_OPERATOR_ACTIVATION_IDENTITY, DML_OPERATOR_ACTIVATION_RELU)
-    ):
+    if act is not None and not isinstance(act, DML_OPERATOR_DESC):
+        raise invalid(f"{schema.name}.FusedActivation must be null or a DML_OPERATOR_DESC")
+    if act is not None and act.Type not in (DML_OPERATOR_ACTIVATION_IDENTITY, DML_OPERATOR_ACTIVATION_RELU):
         raise HRESULTError(
             "E_NOTIMPL",
             f"{schema.name}.FusedActivation: only ACTIVATION_IDENTITY and ACTIVATION_RELU are provided by this mirror",

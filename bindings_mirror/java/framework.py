@@ -24,7 +24,6 @@ from .exceptions import (
     IllegalStateException,
     IndexOutOfBoundsException,
     NullPointerException,
-    TFOutOfRangeException,
     java_exception,
 )
 from .types import DataType, Shape, Tensor, tensor_class
@@ -84,10 +83,9 @@ class Output(Operand):
     @property
     def _core(self) -> _CoreOutput:
         op = self._operation._core
-        if not 0 <= self._index < op.num_outputs:  # Graph.output("op:9") is not range-checked
-            raise TFOutOfRangeException(
-                f"Node '{op.name}' (type: '{op.type}', num of outputs: {op.num_outputs}) "
-                f"does not have output {self._index}"
+        if not 0 <= self._index < op.num_outputs:  # Graph.output("op:9") is not range-checked...
+            raise IndexOutOfBoundsException(  # ...but GraphOperation.dtype(i)/shape(i) are
+                f"invalid output index ({self._index}) for an operation that has {op.num_outputs} outputs"
             )
         return op.outputs[self._index]
 
@@ -242,7 +240,10 @@ def option_value(value, java_type: str, name: str):
         raise IllegalArgumentException(f"{name}({java_type}) cannot take {type(value).__name__} {value!r}")
     if value is None:
         return None
-    return {"Float": float, "Boolean": bool, "String": str}[java_type](value)
+    try:
+        return {"Float": float, "Boolean": bool, "String": str}[java_type](value)
+    except OverflowError:  # an int beyond the double range: no Java Float holds it
+        raise IllegalArgumentException(f"{name}({java_type}) cannot take {value!r:.40}: out of range") from None
 
 
 class OperationBuilder:
@@ -296,11 +297,11 @@ class OperationBuilder:
         return Operation(env, op)
 
 
-_NAME_REGEX = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-]*$")
+_NAME_REGEX = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-]*")  # fullmatch: "x\n" is not a name
 
 
 def _check_name(name: str) -> str:
-    if not isinstance(name, str) or not _NAME_REGEX.match(name):
+    if not isinstance(name, str) or not _NAME_REGEX.fullmatch(name):
         raise IllegalArgumentException(f"invalid name: '{name}'")
     return name
 
@@ -351,7 +352,9 @@ class Scope:
         return self._core.qualify(self.makeUnique(self._op_name or _check_name(defaultName)))
 
     def opBuilder(self, type: str, name: str) -> OperationBuilder:
-        return OperationBuilder(self, type, self.makeOpName(name))
+        op_name = self.makeOpName(name)  # taken first: Java evaluates env().opBuilder's arguments first
+        self._env._check_open()
+        return OperationBuilder(self, type, op_name)
 
     def getDeviceString(self) -> str:
         return self._core.device

@@ -44,9 +44,13 @@ class Placeholder(OpDef):
     def build(self, inputs, attrs):
         if inputs:
             raise InvalidArgumentError("Placeholder takes no inputs")
-        dt = np.dtype(_required(attrs, "dtype", "Placeholder"))
+        dt = dtypes.graph_dtype(_required(attrs, "dtype", "Placeholder"), "Placeholder")
         shape = attrs.get("shape")
+        if isinstance(shape, (str, bytes)):  # a sequence, but of characters, not dims
+            raise InvalidArgumentError(f"Placeholder shape must be a list of dims, got {shape!r:.40}")
         shape = None if shape is None else tuple(None if d is None or d < 0 else int(d) for d in shape)
+        if shape is not None and any(d is not None and d >= 1 << 63 for d in shape):
+            raise InvalidArgumentError(f"Placeholder shape {list(shape)!r:.80}: a dimension does not fit int64")
         return {"dtype": dt, "shape": shape}, [dt], [shape]
 
     def compute(self, arrays, attrs, backend):
@@ -62,14 +66,13 @@ class Const(OpDef):
 
     def build(self, inputs, attrs):
         given = np.asarray(_required(attrs, "value", "Const"))
+        dtypes.graph_dtype(given.dtype, "Const")  # int8, string, object...: refused here, not when written
         memory.check_fits(given.size * given.dtype.itemsize, f"constant of shape {list(given.shape)}", "Const")
         value = np.array(given, copy=True)
         if not value.dtype.isnative:  # same values, native byte order (as raw_ops does for its inputs)
             value = value.astype(value.dtype.newbyteorder("="))
         value.flags.writeable = False
-        dt = np.dtype(attrs.get("dtype", value.dtype))
-        if not dt.isnative:
-            dt = dt.newbyteorder("=")
+        dt = dtypes.graph_dtype(attrs.get("dtype", value.dtype), "Const")
         if value.dtype != dt:
             raise InvalidArgumentError(f"Const value dtype {value.dtype} does not match dtype {dt}")
         return {"dtype": dt, "value": value}, [dt], [value.shape]
@@ -81,6 +84,7 @@ class Const(OpDef):
 class Identity(OpDef):
     name = "Identity"
     input_names = ("input",)
+    input_types = ("T",)
     output_names = ("output",)
     attr_kinds = {"T": "type"}
 
@@ -94,6 +98,7 @@ class Identity(OpDef):
 class OnesLike(OpDef):
     name = "OnesLike"
     input_names = ("x",)
+    input_types = ("T",)
     output_names = ("y",)
     attr_kinds = {"T": "type"}
 
@@ -157,6 +162,7 @@ class AddN(OpDef):
 class Transpose(OpDef):
     name = "Transpose"
     input_names = ("x", "perm")
+    input_types = ("T", "Tperm")
     output_names = ("y",)
     attr_kinds = {"T": "type", "Tperm": "type"}
 

@@ -26,6 +26,8 @@ __all__ = [
     "from_enum",
     "from_user_name",
     "is_16bit",
+    "GRAPH_DTYPES",
+    "graph_dtype",
 ]
 
 float32 = np.dtype(np.float32)
@@ -120,3 +122,27 @@ def from_user_name(name: str) -> np.dtype:
 
 def is_16bit(dtype: np.dtype) -> bool:
     return dtype in (float16, bfloat16)
+
+
+# The types a graph's constants and placeholders may hold: those the GraphDef writer and reader know.
+GRAPH_DTYPES: tuple[np.dtype, ...] = (
+    float32, np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.bool_), bfloat16, float16,
+)  # fmt: skip
+
+
+def graph_dtype(dtype: object, op: str) -> np.dtype:
+    """``dtype`` as a native-order NumPy dtype a graph can hold; ``InvalidArgumentError`` (naming the op)
+    for anything else, when the op is created rather than when the graph is written."""
+    from .errors import InvalidArgumentError
+
+    try:
+        if dtype is None or isinstance(dtype, (bool, np.generic)):  # np.dtype(None) is float64; a value no dtype
+            raise TypeError
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"{op}: {dtype!r:.80} is not a dtype", op) from None
+    native = dt.newbyteorder("=") if dt.byteorder not in "=|" else dt
+    if native not in GRAPH_DTYPES:
+        known = ", ".join(tf_name(d) for d in GRAPH_DTYPES)
+        raise InvalidArgumentError(f"{op}: a graph cannot hold {tf_name(native)} (it holds {known})", op)
+    return native

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, graphdef
-from .errors import InvalidArgumentError, NotFoundError, OpError
+from .errors import InvalidArgumentError, NotFoundError, OpError, conversion_errors_as
 from .registry import check_backend, get_op_def
 from .tensor import TensorName, parse_tensor_name, shape_str
 
@@ -40,18 +40,22 @@ class Output:
 
     @property
     def dtype(self) -> np.dtype:
+        """The NumPy dtype of this output."""
         return self.op._output_dtypes[self.index]
 
     @property
     def shape(self) -> Shape:
+        """The static shape of this output (None entries: unknown dimensions)."""
         return self.op._output_shapes[self.index]
 
     @property
     def name(self) -> str:
+        """The TensorFlow tensor name, ``"op:index"``."""
         return f"{self.op.name}:{self.index}"
 
     @property
     def graph(self) -> Graph | None:
+        """The graph the producing op belongs to (None in an eager context)."""
         return self.op.graph
 
     def value(self) -> np.ndarray:
@@ -101,19 +105,43 @@ class Operation:
 
     @property
     def num_outputs(self) -> int:
+        """How many outputs the op has."""
         return len(self.outputs)
 
     def output(self, i: int) -> Output:
+        """The ``i``-th output of the op."""
         return self.outputs[i]
 
     def get_attr(self, name: str) -> Any:
+        """The value of attribute ``name`` (``KeyError`` if the op has none of that name)."""
         return self.attrs[name]
 
     def __repr__(self) -> str:
         return f"<Operation '{self.name}' type={self.type}>"
 
 
-_VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
+# TensorFlow's node-name rule, matched in full (``$`` would let a trailing newline through).
+_VALID_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")
+
+
+def valid_node_name(name: Any) -> bool:
+    """True when ``name`` is a string TensorFlow accepts as a node name."""
+    return isinstance(name, str) and _VALID_NAME.fullmatch(name) is not None
+
+
+def _check_input_count(op_def: Any, op_type: str, inputs: Sequence[Any], attrs: dict[str, Any]) -> None:
+    """TensorFlow's ValidateNodeDef: as many inputs as the op's signature, named by type (resolved if set)."""
+    if op_def.variadic:
+        return
+    spec = getattr(op_def, "spec", None)
+    types = [a.type for a in spec.inputs] if spec is not None else list(getattr(op_def, "input_types", ()))
+    if len(inputs) == len(types):
+        return
+    given = {k: v for k, v in attrs.items() if isinstance(v, np.dtype)}
+    shown = ", ".join(dtypes.tf_name(given[t]) if t in given else t for t in types)
+    raise InvalidArgumentError(
+        f"NodeDef expected inputs '{shown}' do not match {len(inputs)} inputs specified; Op<name={op_type}>", op_type
+    )
 
 
 def build_operation(
@@ -133,8 +161,12 @@ def build_operation(
             raise InvalidArgumentError(
                 f"input #{i} of '{name}' ({op_type}) must be an Output, got {type(t).__name__}", op_type
             )
+    _check_input_count(op_def, op_type, inputs, attrs)
     try:
-        full_attrs, dtypes, shapes = op_def.build(inputs, attrs)
+        # a value that does not fit its attr (10**400, a ragged list...) is an InvalidArgumentError here,
+        # once, for every surface that builds ops (Scope, GraphDef import, the C++ and Java mirrors)
+        with conversion_errors_as(InvalidArgumentError):
+            full_attrs, dtypes, shapes = op_def.build(inputs, attrs)
     except OpError as e:
         given = ", ".join(shape_str(t.shape) for t in inputs)
         raise type(e)(
@@ -161,7 +193,8 @@ class Graph:
         device: str = "",
         kernel_label: str | None = None,
     ) -> Operation:
-        if not _VALID_NAME.match(name or ""):
+        """Add an op named ``name`` (unique, TensorFlow's name rules), checked and shape-inferred now."""
+        if not valid_node_name(name):
             raise InvalidArgumentError(f"Node name '{name}' is not valid", op_type)
         if name in self._ops:
             raise InvalidArgumentError(f"Duplicate node name in graph: '{name}'", op_type)
@@ -176,9 +209,11 @@ class Graph:
         return op
 
     def operation(self, name: str) -> Operation | None:
+        """The op named ``name``, or None."""
         return self._ops.get(name)
 
     def get_operation(self, name: str) -> Operation:
+        """The op named ``name``; ``NotFoundError`` if there is none."""
         try:
             return self._ops[name]
         except KeyError:
@@ -197,9 +232,11 @@ class Graph:
         return op.output(parsed.index)
 
     def operations(self) -> list[Operation]:
+        """Every op, in the order they were added."""
         return list(self._ops.values())
 
     def has_name(self, name: str) -> bool:
+        """True if an op of that name exists."""
         return name in self._ops
 
     def __len__(self) -> int:
@@ -207,8 +244,10 @@ class Graph:
 
     # GraphDef text format (fbnops.framework.graphdef)
     def to_pbtxt(self, include_kernel_labels: bool = False) -> str:
+        """The graph as GraphDef text (``.pbtxt``), which TensorFlow and :meth:`from_pbtxt` read back."""
         return graphdef.graph_to_pbtxt(self, include_kernel_labels)
 
     @classmethod
     def from_pbtxt(cls, text: str) -> Graph:
+        """A new graph from GraphDef text (all or nothing: an error names the line, column and field)."""
         return graphdef.graph_from_pbtxt(text, cls())

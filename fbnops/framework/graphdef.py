@@ -28,10 +28,7 @@ from .tensor import parse_tensor_name
 __all__ = ["SCHEMA", "graph_to_pbtxt", "graph_from_pbtxt"]
 
 # The types a GraphDef here may hold, named and numbered by the one dtype table.
-_DT = {
-    dtypes.enum_name(dt): (dtypes.enum_number(dt), np.dtype(dt))
-    for dt in (np.float32, np.float64, np.int32, np.int64, np.bool_, dtypes.bfloat16, np.float16)
-}
+_DT = {dtypes.enum_name(dt): (dtypes.enum_number(dt), dt) for dt in dtypes.GRAPH_DTYPES}
 _DT_NAME = {dt: name for name, (_, dt) in _DT.items()}
 _VALUE_FIELD = {  # TensorProto: the one repeated field that holds each dtype's values
     "DT_FLOAT": "float_val",
@@ -85,6 +82,13 @@ _ENUMS = {"DataType": {name: num for name, (num, _) in _DT.items()}}
 # ------------------------------------------------------------------------------------ export
 
 
+def _quoted(text: str | bytes) -> str:
+    """A string field's value, quoted and escaped: every string written goes through here, so a quote,
+    backslash or newline in a name, device or attr cannot end the field and inject text."""
+    raw = text if isinstance(text, bytes) else str(text).encode("utf-8", "surrogatepass")
+    return f'"{_pbtxt.escape(raw)}"'
+
+
 def _shape_lines(shape, ind: str) -> list[str]:
     if shape is None:
         return [f"{ind}unknown_rank: true"]
@@ -102,7 +106,7 @@ def _attr_value_lines(kind: str, value: Any, ind: str) -> list[str]:
     if kind == "b":
         return [f"{ind}b: {'true' if value else 'false'}"]
     if kind == "s":
-        return [f'{ind}s: "{_pbtxt.escape(str(value).encode())}"']
+        return [f"{ind}s: {_quoted(value)}"]
     if kind == "i":
         return [f"{ind}i: {int(value)}"]
     if kind == "shape":
@@ -127,17 +131,17 @@ def graph_to_pbtxt(graph: Any, include_kernel_labels: bool = False) -> str:
     lines = []
     for op in graph.operations():
         op_def = get_op_def(op.type)
-        lines += ["node {", f'  name: "{op.name}"', f'  op: "{op.type}"']
-        lines += [f'  input: "{t.op.name if t.index == 0 else t.name}"' for t in op.inputs]
-        lines += [f'  input: "^{c.name}"' for c in op.control_inputs]
+        lines += ["node {", f"  name: {_quoted(op.name)}", f"  op: {_quoted(op.type)}"]
+        lines += [f"  input: {_quoted(t.op.name if t.index == 0 else t.name)}" for t in op.inputs]
+        lines += [f"  input: {_quoted('^' + c.name)}" for c in op.control_inputs]
         if op.device:
-            lines.append(f'  device: "{op.device}"')
+            lines.append(f"  device: {_quoted(op.device)}")
         attrs = {k: (op_def.attr_kinds[k], v) for k, v in op.attrs.items() if k in op_def.attr_kinds}
         if include_kernel_labels and op.kernel_label:
             attrs["_kernel"] = ("s", op.kernel_label)
         for key in sorted(attrs):
             kind, value = attrs[key]
-            lines += ["  attr {", f'    key: "{key}"', "    value {"]
+            lines += ["  attr {", f"    key: {_quoted(key)}", "    value {"]
             lines += [*_attr_value_lines(kind, value, "      "), "    }", "  }"]
         lines.append("}")
     return "\n".join(lines) + "\n"

@@ -22,12 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, conversion_errors_as
 from .graph import Graph, Operation, Output, build_operation
 from .session import run_op
 
 __all__ = ["Scope", "EagerContext", "NameMap"]
 
+
+
+def _check_name_type(name: object, method: str) -> None:
+    """Names are text; the name rules themselves are checked when the op is added to the graph."""
+    if not isinstance(name, str):
+        raise InvalidArgumentError(f"{method}: a name must be a string, got {type(name).__name__} {name!r:.40}")
 
 class NameMap:
     """Names used within one scope level (shared by its ``with_*`` copies)."""
@@ -63,6 +69,7 @@ class EagerContext:
         device: str = "",
         kernel_label: str | None = None,
     ) -> Operation:
+        """Build the op and run it at once; its outputs hold their values."""
         if self.closed:
             raise InvalidArgumentError("the eager session is closed")
         op = build_operation(self, name, op_type, inputs, attrs, control_inputs, device, kernel_label)
@@ -106,34 +113,45 @@ class Scope:
 
     @property
     def graph(self) -> Graph | None:
+        """The graph this scope builds into (None for an eager scope)."""
         return self.env if isinstance(self.env, Graph) else None
 
     @property
     def is_eager(self) -> bool:
+        """True if ops built in this scope run at once."""
         return isinstance(self.env, EagerContext)
 
     def qualify(self, name: str) -> str:
+        """``name`` under this scope's prefix (``outer/inner/name``)."""
         return f"{self.prefix}/{name}" if self.prefix else name
 
     def sub_scope(self, name: str) -> Scope:
+        """A child scope whose op names are prefixed with a unique ``name/``."""
+        _check_name_type(name, "sub_scope")
         if not name:
             return self._copy(_op_name=None)
         return self._copy(_prefix=self.qualify(self.names.unique(name)), _names=NameMap(), _op_name=None)
 
     def with_op_name(self, name: str) -> Scope:
+        """A scope whose next op is named ``name`` (made unique in this scope)."""
+        _check_name_type(name, "with_op_name")
         return self._copy(_op_name=name)
 
     def with_control_dependencies(self, ops: Iterable[Operation | Output]) -> Scope:
+        """A scope whose ops also wait for ``ops`` (added to the current dependencies)."""
         deps = [o.op if isinstance(o, Output) else o for o in ops]
         return self._copy(_control=self.control_dependencies + tuple(deps))
 
     def with_no_control_dependencies(self) -> Scope:
+        """A scope whose ops have no control dependencies."""
         return self._copy(_control=())
 
     def with_kernel_label(self, label: str | None) -> Scope:
+        """A scope whose ops run on the backend ``label`` (``"cython"``, ``"numba"``, ``"reference"``)."""
         return self._copy(_kernel_label=label)
 
     def with_device(self, device: str) -> Scope:
+        """A scope whose ops carry the device string ``device`` (exported to GraphDef)."""
         return self._copy(_device=device)
 
     def unique_name(self, default_name: str) -> str:
@@ -155,7 +173,9 @@ class Scope:
         )
 
     def constant(self, value: np.ndarray, name: str = "Const") -> Output:
-        value = np.asarray(value)
+        """A ``Const`` op holding ``value`` (its dtype and shape); returns its output."""
+        with conversion_errors_as(lambda m: InvalidArgumentError(f"Const: the value is not a tensor ({m})", "Const")):
+            value = np.asarray(value)  # a ragged or overflowing list is the caller's InvalidArgumentError
         return (
             self._copy(_op_name=self.op_name or name)
             .add_op("Const", [], {"value": value, "dtype": value.dtype})
@@ -163,8 +183,9 @@ class Scope:
         )
 
     def placeholder(self, dtype, shape=None, name: str = "Placeholder") -> Output:
+        """A ``Placeholder`` of ``dtype`` (and ``shape``, None: any) to feed at run time; returns its output."""
         return (
             self._copy(_op_name=self.op_name or name)
-            .add_op("Placeholder", [], {"dtype": np.dtype(dtype), "shape": None if shape is None else tuple(shape)})
+            .add_op("Placeholder", [], {"dtype": dtype, "shape": shape})  # both checked by the op's build
             .output(0)
         )

@@ -134,6 +134,7 @@ class Session:
         return results[0] if single else results
 
     def close(self) -> None:
+        """Release the session; running it afterwards is an error."""
         self.closed = True
 
     def __enter__(self) -> Session:

@@ -11,6 +11,7 @@ import os
 
 from ..framework.registry import register_kernel
 from ..framework.threads import note_parallel
+from . import outputs as _outputs  # noqa: F401  (checks FBNOPS_OUTPUT_POOL_BYTES before the extension reads it)
 from ._cython import batch_norm as _baseline
 from ._plan import threads_for
 

@@ -8,7 +8,29 @@ extension it is ``numpy.empty_like``.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
+
+from ..framework.errors import InvalidArgumentError
+
+_POOL_ENV = "FBNOPS_OUTPUT_POOL_BYTES"
+
+
+def _check_pool_env() -> None:
+    """The pool's size variable, checked before the extension reads it into a size_t: an error naming it."""
+    text = os.environ.get(_POOL_ENV, "").strip()
+    if not text:
+        return
+    try:
+        n = int(text)
+    except ValueError:
+        raise InvalidArgumentError(f"{_POOL_ENV} must be a number of bytes, got {text!r}") from None
+    if n >= 1 << 64:
+        raise InvalidArgumentError(f"{_POOL_ENV}={text} does not fit a size_t (at most 2**64 - 1 bytes; 0: no pool)")
+
+
+_check_pool_env()
 
 try:
     from ._cython._outputs import empty, set_limit, stats

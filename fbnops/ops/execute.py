@@ -20,7 +20,7 @@ import numpy as np
 
 from ..framework import dtypes, memory, registry
 from ..framework.errors import InvalidArgumentError
-from ..framework.layouts import channel_axis
+from ..framework.layouts import channel_axis, is_channels_first
 from ..framework.tensor import as_array, shape_str
 from ..specs import ArgSpec, OpSpec
 from .validation import check_attrs, check_dtypes, is_required
@@ -40,13 +40,21 @@ def _check_vector_rank(arg: ArgSpec, arr: np.ndarray, op: str) -> None:
         raise InvalidArgumentError(f"{label} must be 1-dimensional{shape_str(arr.shape)} (input '{arg.name}')", op)
 
 
-def _check_channel_count(name: str, arr: np.ndarray, channels: int, op: str, prefix: str = "") -> None:
+def _check_channel_count(name: str, arr: np.ndarray, channels: int, op: str, prefix: str = "", hint: str = "") -> None:
     if arr.shape[0] != channels:
         raise InvalidArgumentError(
             f"{prefix}{name} must have the same number of elements as the channels of x, "
-            f"got {arr.shape[0]} and {channels}",
+            f"got {arr.shape[0]} and {channels}{hint}",
             op,
         )
+
+
+def _layout_hint(x_shape: tuple[int, ...], data_format: str, count: int) -> str:
+    """TensorFlow's message, plus the likely fix when the count fits the other layout's channel axis."""
+    other = "NC" + data_format[1:-1] if not is_channels_first(data_format) else "N" + data_format[2:] + "C"
+    if count != x_shape[channel_axis(other, len(x_shape))]:
+        return ""
+    return f" (data_format is '{data_format}': if x is {other} data, pass data_format='{other}')"
 
 
 _ARG_KINDS: dict[str, tuple[tuple[str, ...], tuple]] = {}  # per spec: tensor input names, channel-vector args
@@ -87,7 +95,10 @@ def _check_shapes(spec: OpSpec, arrays: dict[str, np.ndarray], attrs: dict[str, 
                 continue  # TF ignores mean/variance in training with factor 1
             prefix = "When is_training=false, " if not attrs["is_training"] else "When exponential_avg_factor != 1, "
             _check_channel_count(arg.name, arrays[arg.name], channels, op, prefix)
-        _check_channel_count(arg.name, arrays[arg.name], channels, op)
+        count = arrays[arg.name].shape[0]
+        _check_channel_count(
+            arg.name, arrays[arg.name], channels, op, "", _layout_hint(x_shape, attrs["data_format"], count)
+        )
 
 
 def _check_memory(spec: OpSpec, arrays: dict[str, np.ndarray]) -> None:

@@ -29,6 +29,7 @@ FORMATS = {4: ("NHWC", "NCHW"), 5: ("NDHWC", "NCDHW")}
 
 
 def channels_of(shape, data_format: str) -> int:
+    """C, the channel count of a tensor of ``shape`` laid out as ``data_format``."""
     from ..framework.layouts import channel_axis
 
     return shape[channel_axis(data_format, len(shape))]
@@ -88,6 +89,7 @@ def forward_f64(x, scale, offset, mean, variance, epsilon: float, data_format: s
 
 
 def run_grad(inputs: dict, **attrs):
+    """``fbnops.raw_ops.FusedBatchNormGradV3(**inputs, **attrs)``: a shorthand for the tests."""
     from .. import raw_ops
 
     return raw_ops.FusedBatchNormGradV3(**inputs, **attrs)
@@ -105,10 +107,12 @@ class Golden:
         return len(self.meta)
 
     def get(self, i: int, name: str) -> np.ndarray:
+        """Array ``name`` of case ``i`` (bfloat16 arrays come back as ``ml_dtypes.bfloat16``)."""
         a = self._npz[f"{i}/{name}"]
         if f"{i}/{name}__bf16" in self._npz.files:
             a = a.view(ml_dtypes.bfloat16)
         return a
 
     def has(self, i: int, name: str) -> bool:
+        """True if case ``i`` recorded an array ``name``."""
         return f"{i}/{name}" in self._npz.files

@@ -15,9 +15,15 @@ over it, so an error or an interrupt leaves the previous file intact.
 
 from __future__ import annotations
 
+import io
 import os
+import signal
+import stat
 import tempfile
+import threading
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -54,16 +60,41 @@ def _check_present(name: str, nbytes: int, available: int) -> None:
         raise ArrayFileError(f"{name}: truncated; the header promises {nbytes} bytes of data, the file has {available}")
 
 
+def _open_regular(path: Path) -> IO[bytes]:
+    """``path`` opened for reading if it is a regular file; a FIFO, device or socket is refused without
+    waiting for a writer (the open does not block, and nothing is read from it)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ArrayFileError(f"{Path(path).name} is not a regular file ({_kind(mode)}); arrays are read from files")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
 def load_array(path: Path, key: str | None = None) -> np.ndarray:
     """One array from an ``.npy`` file, or the member ``key`` of an ``.npz``, header checked first."""
     name = f"{path.name}[{key}]" if key is not None else path.name
     try:
         if key is None:
-            with open(path, "rb") as f:
+            with _open_regular(path) as f:
                 _, _, nbytes = _read_header(f, name)
                 _check_present(name, nbytes, os.fstat(f.fileno()).st_size - f.tell())
-            return np.load(path, allow_pickle=False)
-        with zipfile.ZipFile(path) as z:
+                f.seek(0)
+                return np.load(f, allow_pickle=False)
+        with _open_regular(path) as raw, zipfile.ZipFile(raw) as z:
             member = f"{key}.npy"
             if member not in z.namelist():
                 keys = sorted(n.removesuffix(".npy") for n in z.namelist() if n != f"{DTYPES_KEY}.npy")
@@ -102,7 +133,7 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     ``numpy.load(path)`` reads the same file; there bfloat16 arrays are float32 (exact).
     """
     path = Path(path)
-    with zipfile.ZipFile(path) as z:
+    with _open_regular(path) as raw, zipfile.ZipFile(raw) as z:
         keys = [n.removesuffix(".npy") for n in z.namelist() if n.endswith(".npy") and n != f"{DTYPES_KEY}.npy"]
     return {k: load_array(path, k) for k in keys}
 
@@ -114,6 +145,8 @@ def check_writable(out: Path) -> None:
         raise ArrayFileError(f"output directory {str(parent)!r} does not exist")
     if out.is_dir():
         raise ArrayFileError(f"output {str(out)!r} is a directory")
+    if out.exists() and not out.is_file() and not _is_device(out):  # a FIFO or socket is not replaced either
+        raise ArrayFileError(f"output {str(out)!r} is {_kind(os.stat(out).st_mode)}, not a file to replace")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ArrayFileError(f"output directory {str(parent)!r} is not writable")
 
@@ -132,13 +165,57 @@ def save_npz(results: dict[str, np.ndarray], out: Path) -> None:
         arrays[k] = v
     if widened:
         arrays[DTYPES_KEY] = np.array(widened)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent if str(out.parent) else ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
+    if _is_device(out):  # /dev/null, /dev/full: written to (ENOSPC is an error), never replaced by a file
+        archive = io.BytesIO()  # a zip needs a seekable file; a device is not one
+        np.savez(archive, **arrays)
+        with open(out, "wb") as f:
+            f.write(archive.getbuffer())
             f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, out)
-    finally:  # an error or KeyboardInterrupt leaves no temporary file and the old output intact
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        return
+    with _termination_unwinds():
+        tmp = None
+        try:
+            where = out.parent if str(out.parent) else "."
+            fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=where)
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, out)
+        finally:  # an error, KeyboardInterrupt or SIGTERM leaves no temporary file and the old output intact
+            if tmp is not None and os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def _is_device(out: Path) -> bool:
+    try:
+        return stat.S_ISCHR(os.stat(out).st_mode)
+    except OSError:  # absent (or unreadable: the write says why)
+        return False
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived during a save: unwinds it (its ``finally`` removes the temporary file)."""
+
+
+@contextmanager
+def _termination_unwinds() -> Iterator[None]:
+    """For the block's duration, SIGTERM unwinds the stack; afterwards it is delivered as it would have been."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers
+        return
+
+    def unwind(signum, frame):
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, previous)
+        previous = None
+        os.kill(os.getpid(), signal.SIGTERM)  # the original disposition: usually, the process ends here
+        raise KeyboardInterrupt from None  # a handler that returned: stop the command as an interrupt does
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

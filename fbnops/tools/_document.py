@@ -49,7 +49,10 @@ def read_document(path: Path) -> tuple[Any, Positions]:
     except OSError as e:
         raise DocumentError(f"cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
-        raise DocumentError(f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+        raise DocumentError(
+            f"not UTF-8 text ({e.reason} at byte {e.start}): a run file is JSON or YAML, a graph is GraphDef "
+            "text (.pbtxt); give .npy arrays to a graph with --feed NAME=FILE.npy"
+        ) from None
     if path.suffix.lower() in (".yaml", ".yml"):
         return _read_yaml(text)
     return _read_json(text)

@@ -10,6 +10,7 @@ minimum minLength oneOf $ref``; annotations (``description``, ``default``,
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -35,10 +36,15 @@ _TYPES = {
     "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and _fits_double(v),
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
 }
+
+
+def _fits_double(value: int | float) -> bool:
+    """A JSON number is a double: an integer literal beyond its range (10**400) is not a number."""
+    return isinstance(value, float) or abs(value) <= sys.float_info.max
 
 
 def _describe(value: Any) -> str:
@@ -68,6 +74,8 @@ class _Validator:
             return [SchemaError(path, f"nested deeper than {MAX_DEPTH} levels")]
         schema = self.resolve(schema)
         if "type" in schema and not _TYPES[schema["type"]](value):
+            if schema["type"] == "number" and isinstance(value, int) and not isinstance(value, bool):
+                return [SchemaError(path, f"{_describe(value)} is beyond the range of a number (a double)")]
             return [SchemaError(path, f"must be of type {schema['type']}, got {_type_name(value)} {_describe(value)}")]
         if "enum" in schema and not any(value == e and type(value) is type(e) for e in schema["enum"]):
             return [SchemaError(path, f"must be one of {schema['enum']}, got {_describe(value)}")]
@@ -101,7 +109,8 @@ class _Validator:
 
     def type_matches(self, value: Any, schema: dict) -> bool:
         t = self.resolve(schema).get("type")
-        return t is not None and _TYPES[t](value)
+        huge = isinstance(value, int) and not isinstance(value, bool)  # an integer beyond a double: still a number
+        return t is not None and (_TYPES[t](value) or (t == "number" and huge))
 
     def array(self, value: list, schema: dict, path: tuple) -> list[SchemaError]:
         if len(value) < schema.get("minItems", 0):
@@ -120,6 +129,8 @@ class _Validator:
         props = schema.get("properties", {})
         extra = schema.get("additionalProperties", True)
         for key in value:
+            if not isinstance(key, str):  # YAML allows 5: or true: as keys; JSON and the file format do not
+                return [SchemaError((*path, key), f"keys are strings; got {_type_name(key)} {_describe(key)}")]
             if key not in props and extra is False:
                 return [SchemaError((*path, key), f"unknown key {key!r}; expected one of {sorted(props)}")]
         missing = [k for k in schema.get("required", ()) if k not in value]

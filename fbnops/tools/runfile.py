@@ -35,19 +35,23 @@ exact; :func:`load_npz` restores it), atomically.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .. import Graph, Scope, Session
 from ..framework import dtypes
-from ..framework.errors import InvalidArgumentError, OpError, ResourceExhaustedError
-from ..framework.graph import Output, parse_tensor_name
+from ..framework.errors import InvalidArgumentError, OpError, ResourceExhaustedError, conversion_errors_as
+from ..framework.graph import Graph, Output, parse_tensor_name
 from ..framework.graphdef import graph_from_pbtxt
 from ..framework.memory import check_fits
-from ..framework.registry import get_op_def
+from ..framework.registry import get_op_def, registered_op_types
+from ..framework.scope import Scope
+from ..framework.session import Session
 from ._arrays import ArrayFileError, check_writable, load_array, load_npz, save_npz
 from ._document import MAX_BYTES, DocumentError, DocumentTooLargeError, Positions, read_document
 from ._schema import runfile_schema, validate
@@ -61,6 +65,10 @@ __all__ = [
     "run",
     "run_file",
     "run_pbtxt",
+    "build",
+    "build_file",
+    "load_pbtxt",
+    "located_step",
     "save_npz",
     "load_npz",
     "check_writable",
@@ -148,12 +156,16 @@ def _literal(spec: dict, key: tuple, base: Path) -> np.ndarray:
         r = spec["random"]
         rdt = _dtype(r.get("dtype", spec.get("dtype", "float32")))
         shape = _allocation(r["shape"], 8 + rdt.itemsize, (*here, "shape"))  # float64 draws, then the cast
-        arr = np.random.default_rng(r.get("seed", 0)).standard_normal(shape) * float(r.get("scale", 1.0))
-        return (arr + float(r.get("loc", 0.0))).astype(rdt)
+        with np.errstate(over="ignore", invalid="ignore"):
+            arr = np.random.default_rng(r.get("seed", 0)).standard_normal(shape) * float(r.get("scale", 1.0))
+            arr += float(r.get("loc", 0.0))
+        if not np.isfinite(arr).all():
+            raise RunFileError(here, "scale and loc give values beyond the range of float64")
+        return _exact_cast(arr, rdt, here)
     if kind == "value":
         try:
             arr = np.array(spec["value"], dtype=np.float64)
-        except (TypeError, ValueError):  # ragged lists
+        except (TypeError, ValueError, OverflowError):  # ragged lists; an int beyond a double (10**400)
             raise RunFileError(here, "must be a number or a rectangular nested list of numbers") from None
         return _exact_cast(arr, dt, here)
     if kind in ("zeros", "ones"):
@@ -195,7 +207,8 @@ class _Builder:
 
     def resolve(self, ref: Any, key: tuple) -> Output:
         if isinstance(ref, dict):
-            return self.scope.constant(_literal(ref, key, self.base), name="Const")
+            with _as_runfile_error(key):  # e.g. an .npy of a type no graph holds: named by the input's key
+                return self.scope.constant(_literal(ref, key, self.base), name="Const")
         try:
             return resolve_output(self.graph, ref, self.named)
         except LookupError as e:
@@ -235,25 +248,39 @@ def resolve_output(graph: Graph, ref: str, named: dict[str, Output] | None = Non
 
 def run(doc: Any, base: Path = Path("."), backend: str | None = None) -> dict[str, np.ndarray]:
     """Validate a parsed run file against the schema, build it, run it: ``{fetch: array}``."""
+    graph, outputs = build(doc, base, backend)
+    try:
+        values = Session(graph).run(outputs)
+    except OpError as e:
+        raise RunFileError(("fetch",), f"running the graph: {e}") from None
+    return dict(zip(doc["fetch"], values, strict=True))
+
+
+def build(doc: Any, base: Path = Path("."), backend: str | None = None) -> tuple[Graph, list[Output]]:
+    """Validate a parsed run file and build its graph: ``(graph, the fetched outputs)``; nothing runs."""
     validate_document(doc)
     b = _Builder(base)
     for name, spec in doc.get("inputs", {}).items():
-        try:
+        with _as_runfile_error(("inputs", name)):
             b.named[name] = b.scope.with_op_name(name).constant(_literal(spec, ("inputs", name), base))
-        except RunFileError:
-            raise
-        except OpError as e:
-            raise RunFileError(("inputs", name), str(e)) from None
     label = backend or doc.get("backend")
     for i, entry in enumerate(doc["ops"]):
-        _build_op(b, i, entry, label)
-    fetch = doc["fetch"]
-    outputs = [b.resolve(f, ("fetch", k)) for k, f in enumerate(fetch)]
+        with _as_runfile_error(("ops", i)):
+            _build_op(b, i, entry, label)
+    return b.graph, [b.resolve(f, ("fetch", k)) for k, f in enumerate(doc["fetch"])]
+
+
+@contextmanager
+def _as_runfile_error(key: tuple) -> Iterator[None]:
+    """The one place a run file's value that does not fit (10**400, a shape of huge dims...) or an op's
+    typed error becomes a :class:`RunFileError` naming the key, never a traceback."""
     try:
-        values = Session(b.graph).run(outputs)
+        with conversion_errors_as(lambda m: RunFileError(key, m), keep=(RunFileError,)):
+            yield
+    except RunFileError:
+        raise
     except OpError as e:
-        raise RunFileError(("fetch",), f"running the graph: {e}") from None
-    return dict(zip(fetch, values, strict=True))
+        raise RunFileError(key, str(e)) from None
 
 
 def _build_op(b: _Builder, i: int, entry: dict, label: str | None) -> None:
@@ -264,7 +291,7 @@ def _build_op(b: _Builder, i: int, entry: dict, label: str | None) -> None:
     except OpError:
         op_def = None
     if op_def is None or op_type == "Placeholder":
-        raise RunFileError((*key, "op"), f"unknown op type {op_type!r}")
+        raise RunFileError((*key, "op"), f"unknown op type {op_type!r}{_nearest(op_type)}")
     name = entry.get("name", op_type)
     if name in b.named or b.graph.operation(name) is not None:
         raise RunFileError((*key, "name"), f"the name {name!r} is already used by an input or an earlier op")
@@ -289,16 +316,38 @@ def _build_op(b: _Builder, i: int, entry: dict, label: str | None) -> None:
 
 def run_file(path: str | Path, backend: str | None = None) -> dict[str, np.ndarray]:
     """Read, validate, build and run a run file; errors name the file and line:column."""
+    return located_step(run, path, backend)
+
+
+def build_file(path: str | Path, backend: str | None = None) -> tuple[Graph, list[Output]]:
+    """Read, validate and build a run file (nothing runs); errors as :func:`run_file`'s."""
+    return located_step(build, path, backend)
+
+
+def located_step(step, path: str | Path, backend: str | None):
+    """``step(doc, base, backend)`` on the parsed run file at ``path``; its RunFileError located (line:column)."""
     path = Path(path)
     doc, positions = load(path)
     try:
-        return run(doc, path.parent, backend)
+        return step(doc, path.parent, backend)
     except RunFileError as e:
         raise e.located(str(path), positions) from None
 
 
 def run_pbtxt(path: Path, feeds: dict[str, str], fetch: list[str], backend: str | None) -> dict[str, np.ndarray]:
     """Run a GraphDef text file: ``feeds`` maps placeholder names to ``.npy`` files."""
+    graph, outputs, feed_values = load_pbtxt(path, feeds, fetch, backend)
+    try:
+        values = Session(graph).run(outputs, feed_values)
+    except OpError as e:
+        raise RunFileError((), str(e), file=str(path)) from None
+    return dict(zip(fetch, values, strict=True))
+
+
+def load_pbtxt(
+    path: Path, feeds: dict[str, str], fetch: list[str], backend: str | None
+) -> tuple[Graph, list[Output], dict[Output, np.ndarray]]:
+    """Read a GraphDef text file, its ``--fetch`` outputs and ``--feed`` arrays (nothing runs)."""
     path = Path(path)
     if not fetch:
         raise RunFileError(("--fetch",), "a GraphDef run needs at least one --fetch NAME (NAME = op or op:index)")
@@ -330,8 +379,11 @@ def run_pbtxt(path: Path, feeds: dict[str, str], fetch: list[str], backend: str 
             raise RunFileError(("--feed", name), str(e)) from None
         except ResourceExhaustedError as e:
             raise RunFileResourceError(("--feed", name), e.message) from None
-    try:
-        values = Session(graph).run(outputs, feed_values)
-    except OpError as e:
-        raise RunFileError((), str(e), file=str(path)) from None
-    return dict(zip(fetch, values, strict=True))
+    return graph, outputs, feed_values
+
+
+def _nearest(op_type) -> str:
+    """``; did you mean 'FusedBatchNormV3'?`` and the list of op types a run file can use."""
+    known = sorted(t for t in registered_op_types() if t != "Placeholder")
+    close = difflib.get_close_matches(str(op_type), known, n=1, cutoff=0.6)
+    return (f"; did you mean {close[0]!r}?" if close else "") + f" (op types: {', '.join(known)})"
