@@ -3,7 +3,7 @@
 Numbers are compared bit for bit with ``fbnops.raw_ops``; construction errors are
 non-OK ``Status``es (never exceptions) whose messages are TensorFlow's NodeDef-form
 text, checked against TensorFlow 2.21's own graph builder when it is installed and
-against messages recorded from it otherwise.  Points C1-C8 of
+against messages recorded from it otherwise.  Points C1-C11 of
 docs/fidelity/tensorflow_cc.md.
 """
 
@@ -19,6 +19,7 @@ import pytest
 import fbnops
 from bindings_mirror import cc
 from bindings_mirror.cc import ClientSession, ops
+from fbnops.testing import extras
 
 F = np.float32
 RNG = np.random.default_rng(7)
@@ -160,6 +161,31 @@ def test_run_errors_are_statuses_with_codes():
     assert outputs == []
 
 
+def test_run_errors_have_direct_session_messages():
+    """C11: the messages TF 2.21's ClientSession::Run returns (recorded by test_cc_differential.py)."""
+    root = cc.Scope.NewRootScope()
+    x = ops.Placeholder(root.WithOpName("x"), cc.DT_FLOAT, ops.Placeholder.Shape([2, 2, 2, 3]))
+    bn = ops.FusedBatchNormV3(root.WithOpName("bn"), x, ONES, ZEROS, [], [])
+    outputs: list = []
+    missing = ClientSession(root).Run([bn.y], outputs)
+    assert missing == cc.Status(
+        3, "You must feed a value for placeholder tensor 'x' with dtype float and shape [2,2,2,3]\n\t [[{{node x}}]]"
+    )
+    half = ClientSession(root).Run({x: X.astype(np.float16)}, [bn.y], outputs)
+    assert half == cc.Status(3, "Expects arg[0] to be float but half is provided")
+    narrow = ClientSession(root).Run({x: X[..., :2]}, [bn.y], outputs)  # the placeholder's shape is not checked
+    assert narrow == cc.Status(
+        3, "scale must have the same number of elements as the channels of x, got 3 and 2\n\t [[{{node bn}}]]"
+    )
+    bad_index = cc.Output(bn.operation, 7)
+    assert bad_index.name() == "bn:7"
+    status = ClientSession(root).Run({x: X}, [bad_index], outputs)
+    assert status.code() is cc.StatusCode.kOutOfRange
+    assert status.message() == "Node 'bn' (type: 'FusedBatchNormV3', num of outputs: 6) does not have output 7"
+    assert ClientSession(root).Run({x: X}, [bn.y, x], outputs) == cc.Status(3, "x:0 is both fed and fetched.")
+    assert outputs == []
+
+
 # ------------------------------------------------------------------------------ C5: Attrs
 
 
@@ -290,7 +316,7 @@ print(json.dumps(out))
 
 def test_nodedef_messages_agree_with_tensorflow():
     """The recorded messages are TensorFlow's own: rebuild each case in TF 2.21 (separate process)."""
-    pytest.importorskip("tensorflow", reason="tensorflow-cpu (oracle extra) is not installed")
+    extras.require("tensorflow", "oracle")
     import json
 
     payload = {

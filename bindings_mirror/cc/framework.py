@@ -89,7 +89,9 @@ class Output:
 
     @property
     def _core(self) -> _CoreOutput | None:
-        return self._op._node.outputs[self._index] if self._op._node is not None else None
+        """The graph's output, or None for an empty Output or an index the op does not have."""
+        node = self._op._node
+        return node.outputs[self._index] if node is not None and 0 <= self._index < node.num_outputs else None
 
     def op(self) -> Operation:
         return self._op
@@ -98,7 +100,7 @@ class Output:
         return self._index
 
     def name(self) -> str:
-        return self._core.name if self._core is not None else ""
+        return f"{self._op.name()}:{self._index}" if self._op._node is not None else ""
 
     def type(self) -> DataType:
         return data_type(self._core.dtype)
@@ -137,9 +139,16 @@ class Input:
         self.value = value
 
 
+def _cxx_scalar(v) -> bool:
+    """A value a C++ scalar parameter converts implicitly: a number that fits a C++ integer or double."""
+    if isinstance(v, int) and not isinstance(v, bool) and not -(1 << 63) <= v < 1 << 64:
+        return False  # 10**400 is no C++ literal: kept, so building the op records INVALID_ARGUMENT
+    return isinstance(v, (int, float, bool, np.integer, np.floating, np.bool_))
+
+
 _COERCE = {
-    "float": (lambda v: isinstance(v, (int, float, bool, np.integer, np.floating, np.bool_)), float),
-    "bool": (lambda v: isinstance(v, (int, float, bool, np.integer, np.floating, np.bool_)), bool),
+    "float": (_cxx_scalar, float),
+    "bool": (_cxx_scalar, bool),
     "string": (lambda v: isinstance(v, str), str),
 }
 
@@ -151,7 +160,12 @@ def attr_value(value: Any, kind: str) -> Any:
     ``AttrValue had value with type ...`` status.
     """
     accepts, convert = _COERCE[kind]
-    return convert(value) if accepts(value) else value
+    if not accepts(value):
+        return value
+    try:
+        return convert(value)
+    except OverflowError:  # 10**400: kept, so building the op records INVALID_ARGUMENT on the scope
+        return value
 
 
 def check_attrs(scope: Scope, attrs, cls):
@@ -240,6 +254,10 @@ class Scope:
         return self._with(self._core.sub_scope(child_scope_name))
 
     def WithOpName(self, *fragments) -> Scope:
+        bad = [f for f in fragments if not (isinstance(f, (str, float, np.floating)) or _cxx_scalar(f))]
+        if bad:  # StrCat takes text and numbers; None (a null char*) or an object would not compile
+            self.UpdateStatus(_bad(f"WithOpName: {bad[0]!r:.40} is not a StrCat fragment (text or a number)"))
+            return self
         return self._with(self._core.with_op_name("".join(str(f) for f in fragments)))
 
     def WithControlDependencies(self, control_deps) -> Scope:
@@ -313,6 +331,8 @@ def shape_attr(shape) -> tuple | None | Status:
 
 
 def dtype_attr(dtype) -> np.dtype | Status:
+    if dtype is None or isinstance(dtype, (bool, np.generic)):  # np.dtype(None) is float64; True is no DataType
+        return _bad(f"not a DataType: {dtype!r}")
     try:
         return numpy_dtype(dtype)
     except (TypeError, KeyError):
