@@ -161,13 +161,16 @@ def test_fetch_errors_at_fetch_time(fetch, exc, message):
     assert str(info.value) == message
 
 
-def test_unchecked_output_index_fails_at_run_with_out_of_range():
+def test_output_index_beyond_the_op_fails_at_fetch():
+    """``graph.output("bn:9")`` is not range-checked, but ``fetch`` reads its dtype, and tf-java 1.1.0's
+    GraphOperation.dtype(9) throws (recorded from the real library: tests/export/test_java_differential.py)."""
     g, x, *_ = build_graph()
-    with Session(g) as s, pytest.raises(java.TFOutOfRangeException) as info:
-        s.runner().feed(x, X).fetch("bn:9").run()
-    # the real C API message (TF_SessionRun with output 9 of a 6-output node)
-    assert str(info.value) == "Node 'bn' (type: 'FusedBatchNormV3', num of outputs: 6) does not have output 9"
-    assert isinstance(info.value, java.TensorFlowException)
+    assert g.output("bn:9").index() == 9
+    runner = Session(g).runner().feed(x, X)
+    with pytest.raises(java.IndexOutOfBoundsException) as info:
+        runner.fetch("bn:9")
+    assert str(info.value) == "invalid output index (9) for an operation that has 6 outputs"
+    assert runner.isEmpty()  # nothing was added
 
 
 # ------------------------------------------------------------------------------ J2: Result
@@ -411,3 +414,35 @@ def test_every_spec_is_a_core_class_on_ops(spec):
             runner.fetch(o)
         with runner.run() as result:
             assert result.size() == len(spec.outputs)
+
+
+# ------------------------------------------------------------------------------ J8: lifecycles
+
+
+def test_lifecycles_are_tf_javas():
+    """Issue 24's Java items, with the classes and messages recorded from tf-java 1.1.0."""
+    source = np.array([1.0, 2.0, 3.0], F)
+    tensor = TFloat32.tensorOf(source)
+    source[0] = 99.0  # tensorOf copied the array
+    assert np.asarray(tensor).tolist() == [1.0, 2.0, 3.0]
+
+    g, x, bn, _ = build_graph()
+    tf = Ops.create(g)
+    g.close()
+    closed = "close() has been called on the Graph"
+    for use in (
+        lambda: tf.withName("late").constant(SCALE),
+        lambda: g.operation("bn"),
+        lambda: g.outputOrThrow("bn:1"),
+        lambda: g.toGraphDef(),
+        lambda: Session(g),
+    ):
+        with pytest.raises(java.IllegalStateException) as info:
+            use()
+        assert str(info.value) == closed
+
+    eager = java.EagerSession.create()
+    etf = Ops.create(eager)
+    eager.close()
+    with pytest.raises(java.IllegalStateException, match="^Eager session has been closed$"):
+        etf.constant(SCALE)

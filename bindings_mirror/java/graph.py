@@ -9,7 +9,7 @@ from fbnops.framework.graph import Graph as _CoreGraph
 from fbnops.framework.graph import parse_tensor_name
 from fbnops.framework.scope import EagerContext
 
-from .exceptions import IllegalArgumentException, java_exception
+from .exceptions import IllegalArgumentException, IllegalStateException, java_exception
 from .framework import Operation, Output, Scope
 
 __all__ = ["ExecutionEnvironment", "Graph", "EagerSession"]
@@ -27,6 +27,10 @@ class ExecutionEnvironment:
     def isGraph(self) -> bool:
         return isinstance(self, Graph)
 
+    def _check_open(self) -> None:
+        """What tf-java checks before using the native environment (``Graph.ref()``, ``checkSession()``)."""
+        raise NotImplementedError
+
 
 class Graph(ExecutionEnvironment):
     """org.tensorflow.Graph: operations by name; ``output("op:1")`` parses tensor names as tf-java does."""
@@ -34,8 +38,14 @@ class Graph(ExecutionEnvironment):
     def __init__(self):
         self._core_env = _CoreGraph()
         self._base = Scope(self)
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("close() has been called on the Graph")
 
     def operation(self, name: str) -> Operation | None:
+        self._check_open()
         op = self._core_env.operation(name)
         return None if op is None else Operation(self, op)
 
@@ -51,6 +61,7 @@ class Graph(ExecutionEnvironment):
         Parsed by the framework's one tensor-name parser; tf-java's quirks kept: a trailing ``:``
         or a ``^`` is part of the looked-up name, and an index beyond 32 bits is badly formatted.
         """
+        self._check_open()
         if output.endswith(":") or output.startswith("^"):
             op = self.operation(output)  # never found: names cannot contain these
             return None if op is None else Output(op, 0)
@@ -70,22 +81,26 @@ class Graph(ExecutionEnvironment):
         return out
 
     def operations(self):
+        self._check_open()
         return iter([Operation(self, op) for op in self._core_env.operations()])
 
     def toGraphDef(self) -> str:
         """The GraphDef, in protobuf text format."""
+        self._check_open()
         return self._core_env.to_pbtxt()
 
     def importGraphDef(self, graphDef: str) -> None:
         from fbnops.framework.graphdef import graph_from_pbtxt
 
+        self._check_open()
         try:
             graph_from_pbtxt(graphDef, self._core_env)
         except _errors.OpError as e:
             raise java_exception(e) from None
 
     def close(self) -> None:
-        pass
+        """Later use raises ``IllegalStateException("close() has been called on the Graph")``."""
+        self._closed = True
 
     def __enter__(self) -> Graph:
         return self
@@ -104,6 +119,10 @@ class EagerSession(ExecutionEnvironment):
     @staticmethod
     def create() -> EagerSession:
         return EagerSession()
+
+    def _check_open(self) -> None:
+        if self._core_env.closed:
+            raise IllegalStateException("Eager session has been closed")
 
     def close(self) -> None:
         self._core_env.closed = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .core_ops import Constant, Placeholder
+from .exceptions import IllegalArgumentException
 from .framework import Scope
 from .graph import EagerSession, ExecutionEnvironment
 from .nn_gen import NnOps
@@ -50,6 +51,12 @@ class Ops(CoreOps):
 
     def constant(self, value) -> Constant:
         return Constant.create(self._scope, value)
+
+    def constantOf(self, tensor: Tensor) -> Constant:
+        """``tf.constantOf(T tensor)``: a constant holding a copy of ``tensor``'s value."""
+        if not isinstance(tensor, Tensor):
+            raise IllegalArgumentException(f"constantOf takes a Tensor, got {type(tensor).__name__}")
+        return Constant.create(self._scope, tensor)
 
     def placeholder(self, dtype: type[Tensor], *options) -> Placeholder:
         return Placeholder.create(self._scope, dtype, *options)

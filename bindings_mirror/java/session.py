@@ -13,9 +13,18 @@ from collections.abc import Iterator
 import numpy as np
 
 from fbnops.framework import errors as _errors
+from fbnops.framework.dtypes import tf_name
 from fbnops.framework.session import Session as _CoreSession
+from fbnops.framework.session import execution_order, run_op
+from fbnops.framework.tensor import shape_str
 
-from .exceptions import IllegalArgumentException, IllegalStateException, IndexOutOfBoundsException, java_exception
+from .exceptions import (
+    IllegalArgumentException,
+    IllegalStateException,
+    IndexOutOfBoundsException,
+    TFInvalidArgumentException,
+    java_exception,
+)
 from .framework import Op, Operand, Operation, Output
 from .graph import Graph
 from .types import Optional, Tensor, as_tensor
@@ -94,6 +103,7 @@ class Session:
     def __init__(self, graph: Graph):
         if not isinstance(graph, Graph):
             raise IllegalArgumentException("Session needs a Graph")
+        graph._check_open()
         self._graph = graph
         self._core = _CoreSession(graph._core_env)
 
@@ -162,9 +172,12 @@ class Session:
                 output = self._own(operand.asOutput(), "fetch output")
                 name = output.name()
             else:
+                output = None
+            if output is None:
                 raise IllegalArgumentException(
                     f"fetch takes a String (and an index) or an Operand, got {type(operand).__name__}"
                 )
+            output.dataType()  # as tf-java's fetch(Output) reads it: "op:9" fails here, with 6 outputs
             self._fetches.append(output)
             self._names.append(name)
             return self
@@ -188,12 +201,41 @@ class Session:
         def run(self) -> Result:
             if self._session._core.closed:
                 raise IllegalStateException("run() cannot be called on the Session after close()")
-            try:
-                feeds = {out._core: np.asarray(t) for out, t in self._feeds}
-                fetches = [out._core for out in self._fetches]
-                targets = [op._core for op in self._targets]
-                values = self._session._core.run(fetches, feeds, targets)
-            except _errors.OpError as e:
-                raise java_exception(e) from None
+            values = _session_run(self._feeds, self._fetches, self._targets)
             tensors = [out.type()(v) for out, v in zip(self._fetches, values, strict=True)]
             return Result(self._names, tensors)
+
+
+def _session_run(feeds: list[tuple[Output, Tensor]], fetches: list[Output], targets: list[Operation]) -> list:
+    """``TF_SessionRun`` as tf-java reaches it (checked against real tf-java 1.1.0).
+
+    A feed's dtype is checked (``arg[i]``: DirectSession numbers the feeds in the order of their
+    sorted tensor names), its shape is not checked against the placeholder's (a kernel fails
+    instead), and a failing kernel's message ends with its node: ``\n\t [[{{node bn}}]]``.
+    """
+    values = {}
+    arg = {name: i for i, name in enumerate(sorted({out.name() for out, _ in feeds}))}
+    for out, tensor in feeds:
+        array = np.asarray(tensor)
+        if array.dtype != out._core.dtype:
+            expected, given = tf_name(out._core.dtype), tf_name(array.dtype)
+            raise TFInvalidArgumentException(f"Expects arg[{arg[out.name()]}] to be {expected} but {given} is provided")
+        values[out._core] = array
+    roots = [out._core.op for out in fetches] + [op._core for op in targets]
+    try:
+        order = execution_order(roots, values)
+    except _errors.OpError as e:
+        raise java_exception(e) from None
+    for op in order:
+        try:
+            if op.type == "Placeholder":
+                shape = op.attrs.get("shape")
+                raise _errors.InvalidArgumentError(
+                    f"You must feed a value for placeholder tensor '{op.name}' with dtype {tf_name(op.attrs['dtype'])}"
+                    + ("" if shape is None else f" and shape {shape_str(shape)}")
+                )
+            outputs = run_op(op, [values[t] for t in op.inputs])
+        except _errors.OpError as e:
+            raise type(java_exception(e))(f"{e.message}\n\t [[{{{{node {op.name}}}}}]]") from None
+        values.update(zip(op.outputs, outputs, strict=True))
+    return [values[out._core] for out in fetches]

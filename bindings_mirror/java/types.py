@@ -126,10 +126,14 @@ class Tensor:
 
     @classmethod
     def _of(cls, value) -> Tensor:
-        """Copy ``value`` into a new tensor; a value the type cannot hold is an error, never inf or a wrap."""
+        """Copy ``value`` into a new tensor; a value the type cannot hold is an error, never inf or a wrap.
+
+        Always a copy, as tf-java's ``tensorOf(NdArray)`` copies: changing the source array later
+        does not change the tensor.
+        """
         array = np.asarray(value)
         if array.dtype == cls.NUMPY:
-            return cls(array)
+            return cls(array.copy())
         target = cls.NUMPY.kind if cls.NUMPY != TBfloat16.NUMPY else "f"
         source = array.dtype.kind
         if source not in "biuf" or (target in "biu" and source == "f") or (target == "b" and source != "b"):
