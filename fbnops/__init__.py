@@ -12,24 +12,35 @@ Quick start::
               reserve_space_2=fwd.reserve_space_2, reserve_space_3=fwd.reserve_space_3)
 """
 
+import importlib as _importlib
+
 from . import errors, raw_ops
-from .framework import array_ops  # noqa: F401  (registers the support ops: Placeholder, Const, ...)
+from .framework import array_ops as _array_ops  # noqa: F401  (registers the support ops: Placeholder, Const, ...)
 from .framework.gradients import gradients
 from .framework.graph import Graph, Operation, Output
 from .framework.registry import available_backends, backend, get_backend, register_gradient, set_backend
 from .framework.scope import EagerContext, Scope
 from .framework.session import Session
 from .framework.threads import get_num_threads, set_num_threads
-from .ops import (  # noqa: F401  (register the ops)
-    fused_batch_norm,
-    fused_batch_norm_grad,
-    fused_batch_norm_grad_v2,
-    fused_batch_norm_grad_v3,
-    fused_batch_norm_v2,
-    fused_batch_norm_v3,
-)
+
+# Register the ops. Their modules stay under fbnops.ops (the API reference documents them there):
+# at the top level a user expects functions, and the functions are fbnops.raw_ops.*.
+for _op_module in ("fused_batch_norm", "fused_batch_norm_grad", "fused_batch_norm_grad_v2",
+                   "fused_batch_norm_grad_v3", "fused_batch_norm_v2", "fused_batch_norm_v3"):  # fmt: skip
+    _importlib.import_module(f"{__name__}.ops.{_op_module}")
+del _op_module
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``fbnops.export``: imported on first use (it pulls in the export targets' templates)."""
+    if name == "export":
+        from .tools.export import export
+
+        return export
+    raise AttributeError(f"module 'fbnops' has no attribute {name!r}")
+
 
 __all__ = [
     "raw_ops",
@@ -48,5 +59,6 @@ __all__ = [
     "set_backend",
     "get_num_threads",
     "set_num_threads",
+    "export",
     "__version__",
 ]

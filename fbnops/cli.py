@@ -2,10 +2,13 @@
 
     fbnops demo [--ranks N]          FusedBatchNormV3 and its gradient with the builders, run, checked
     fbnops run FILE [-o out.npz]     scripted builder calls (JSON/YAML) or a GraphDef .pbtxt
+    fbnops export --target T -o DIR  the same graph as a project on the real library (TF, oneDNN, DirectML)
     fbnops bench [--peers ...]       the benchmark against PyTorch, TensorFlow, oneDNN and the floor
     fbnops check [--shape ...]       finite-difference gradient checks and backend agreement
     fbnops explain [--shape ...]     every intermediate of the forward and the gradient, with numbers
+    fbnops exercise list|start|check exercises that grade themselves (NumPy and the builders)
     fbnops info                      version, backends, OpenMP, threads, SIMD build
+    fbnops docs [--build-only]       build this documentation site and serve it on 127.0.0.1
 
 Exit codes: 0 success, 1 a check failed (or a benchmark regression), 2 bad usage or bad
 input (one line ``fbnops: error: ...`` on stderr, never a traceback), 130 interrupted,
@@ -123,19 +126,10 @@ def cmd_run(args) -> int:
     path = Path(args.file)
     out = Path(args.output) if args.output else path.with_suffix(".out.npz")
     runfile.check_writable(out)  # before any work
+    feeds = _graphdef_feeds(args, path)
     if path.suffix == ".pbtxt":
-        feeds = {}
-        for f in args.feed or []:
-            name, sep, file = f.partition("=")
-            if not sep or not name or not file:
-                raise UsageError(f"--feed expects NAME=FILE.npy, got {f!r}")
-            feeds[name] = file
         results = runfile.run_pbtxt(path, feeds, args.fetch or [], args.backend)
     else:
-        if args.feed or args.fetch:
-            raise UsageError(
-                "--feed/--fetch are for GraphDef (.pbtxt) files; a run file lists its own inputs and fetch"
-            )
         results = runfile.run_file(path, args.backend)
     runfile.save_npz(results, out)
     if args.json:
@@ -148,6 +142,34 @@ def cmd_run(args) -> int:
     print(f"saved {len(results)} arrays to {out}")
     if widened:
         print(f"note: bfloat16 arrays {widened} are stored as float32 (exact); runfile.load_npz restores them")
+    return EXIT_OK
+
+
+def _graphdef_feeds(args, path: Path) -> dict[str, str]:
+    """``--feed NAME=FILE.npy`` as {name: file}; --feed/--fetch are for GraphDef (.pbtxt) sources only."""
+    if path.suffix != ".pbtxt":
+        if args.feed or args.fetch:
+            raise UsageError(
+                "--feed/--fetch are for GraphDef (.pbtxt) files; a run file lists its own inputs and fetch"
+            )
+        return {}
+    feeds = {}
+    for f in args.feed or []:
+        name, sep, file = f.partition("=")
+        if not sep or not name or not file:
+            raise UsageError(f"--feed expects NAME=FILE.npy, got {f!r}")
+        feeds[name] = file
+    return feeds
+
+
+def cmd_export(args) -> int:
+    from fbnops.tools.export._cli import export_command
+
+    path = Path(args.source)
+    out, plan = export_command(path, args.target, Path(args.output), _graphdef_feeds(args, path), args.fetch or [],
+                               args.force)  # fmt: skip
+    print(f"exported {len(plan.ops)} ops, {len(plan.fetches)} fetches ({args.target}) to {out}")
+    print(f"run it: {out / 'run.sh'}   (writes {', '.join(plan.output_files().values())})")
     return EXIT_OK
 
 
@@ -218,6 +240,28 @@ def cmd_explain(args) -> int:
     return EXIT_OK if e.ok else EXIT_CHECK_FAILED
 
 
+def cmd_exercise(args) -> int:
+    from fbnops.tools import exercise
+
+    if args.action != "list" and not args.target:
+        raise UsageError(f"exercise {args.action} needs {'a NAME' if args.action == 'start' else 'a FILE'}"
+                         " (see 'fbnops exercise list')")  # fmt: skip
+    try:
+        if args.action == "list":
+            for name, ex in exercise.EXERCISES.items():
+                print(f"{name:18s} {ex.summary}")
+            return EXIT_OK
+        if args.action == "start":
+            path = exercise.start(args.target)
+            print(f"wrote {path}: fill in its functions, then run 'fbnops exercise check {path}'")
+            return EXIT_OK
+        report = exercise.check(Path(args.target))
+    except exercise.ExerciseError as e:
+        raise UsageError(str(e)) from None
+    print(report)
+    return EXIT_OK if report.ok else EXIT_CHECK_FAILED
+
+
 def cmd_info(args) -> int:
     from fbnops.framework.registry import _BACKEND_MODULES, _LOAD_ERRORS
 
@@ -245,6 +289,13 @@ def cmd_info(args) -> int:
     return EXIT_OK
 
 
+def cmd_docs(args) -> int:
+    """Build the site into the cache (``$XDG_CACHE_HOME/fbnops/site``) and serve it until Ctrl-C."""
+    from fbnops.tools.docs import run
+
+    return run(build_only=args.build_only, port=args.port, open_browser=args.open)
+
+
 def _shape_arguments(p, default: str, backend_choice: bool = True) -> None:
     p.add_argument(
         "--shape", type=_parse_shape, default=_parse_shape(default), help=f"comma-separated (default {default})"
@@ -255,9 +306,26 @@ def _shape_arguments(p, default: str, backend_choice: bool = True) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
+MAX_POINTS = 100_000  # two forward passes per point: more would run for hours, not check more
+MAX_RANKS = 1024  # MPI processes on one machine: beyond this mpiexec misreads the count or the machine stalls
+
+
+def _at_most(limit: int, unit: str):
+    """An argparse type: a positive integer up to ``limit`` (a huge count is a run without end, not a request)."""
+
+    def parse(text: str) -> int:
+        from fbnops.tools.bench.__main__ import positive_int
+
+        n = positive_int(text)
+        if n > limit:
+            raise argparse.ArgumentTypeError(f"at most {limit} {unit}, got {text[:20]!r}")
+        return n
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     from fbnops.tools.bench.__main__ import add_arguments as bench_arguments
-    from fbnops.tools.bench.__main__ import positive_int
 
     p = _Parser(prog="fbnops", description="The batch-norm gradient operator, seen through five APIs.")
     p.add_argument("--version", action="version", version=f"fbnops {fbnops.__version__}")
@@ -267,18 +335,29 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="build and run FusedBatchNormV3 + its gradient, with a finite-difference check")
     d.add_argument("--backend", choices=BACKENDS, help="kernel backend (default: the fastest available)")
     d.add_argument(
-        "--ranks", type=positive_int, metavar="N", help="the synchronized batch norm over N MPI ranks instead"
+        "--ranks", type=_at_most(MAX_RANKS, "ranks"), metavar="N",
+        help="the synchronized batch norm over N MPI ranks instead",
     )
     d.set_defaults(fn=cmd_demo)
 
     r = sub.add_parser("run", help="run scripted builder calls (JSON/YAML) or a GraphDef .pbtxt; save an .npz")
-    r.add_argument("file", help="run file (.json, .yaml; format: docs/runfile.md) or GraphDef (.pbtxt)")
+    r.add_argument("file", help="run file (.json, .yaml; format: the site's Run-file reference, see 'fbnops docs') "
+                   "or GraphDef (.pbtxt)")
     r.add_argument("-o", "--output", help="output .npz (default: FILE.out.npz); bfloat16 is stored as float32")
     r.add_argument("--backend", choices=BACKENDS, help="kernel backend for every op")
     r.add_argument("--feed", action="append", metavar="NAME=FILE.npy", help="(.pbtxt) feed a placeholder")
     r.add_argument("--fetch", action="append", metavar="NAME", help="(.pbtxt) op or op:index to fetch (op = op:0)")
     r.add_argument("--json", action="store_true", help="list the saved arrays as JSON on stdout")
     r.set_defaults(fn=cmd_run)
+
+    x = sub.add_parser("export", help="write a graph as a source project on the real library, with run.sh")
+    x.add_argument("source", help="run file (.json, .yaml) or GraphDef (.pbtxt), read as 'fbnops run' reads it")
+    x.add_argument("--target", required=True, help="tf-python, tf-cc, tf-java, onednn-graph or directml")
+    x.add_argument("-o", "--output", required=True, metavar="DIR", help="the directory to write (must not exist)")
+    x.add_argument("--feed", action="append", metavar="NAME=FILE.npy", help="(.pbtxt) feed a placeholder")
+    x.add_argument("--fetch", action="append", metavar="NAME", help="(.pbtxt) op or op:index to fetch (op = op:0)")
+    x.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    x.set_defaults(fn=cmd_export)
 
     b = sub.add_parser("bench", help="benchmark against PyTorch, TensorFlow, oneDNN (those installed) and the floor")
     bench_arguments(b, threads=False)
@@ -287,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="gradient checks and backend agreement on a chosen shape")
     _shape_arguments(c, "4,5,5,3")
     c.add_argument("--backends", nargs="+", choices=BACKENDS, help="default: every available backend")
-    c.add_argument("--points", type=int, default=6, help="x entries to check by finite differences")
+    points = _at_most(MAX_POINTS, "points")
+    c.add_argument("--points", type=points, default=6, help=f"x entries to check (1..{MAX_POINTS})")
     c.set_defaults(fn=cmd_check)
 
     e = sub.add_parser("explain", help="every intermediate of the forward and the gradient for a small input")
@@ -297,9 +377,20 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--markdown", action="store_true", help="Markdown with LaTeX formulas (the docs' format)")
     e.set_defaults(fn=cmd_explain)
 
+    x = sub.add_parser("exercise", help="exercises that grade themselves: list | start NAME | check FILE")
+    x.add_argument("action", choices=("list", "start", "check"), help="list the exercises, start one, or check a file")
+    x.add_argument("target", nargs="?", help="start: the exercise's name; check: your file (NAME.py)")
+    x.set_defaults(fn=cmd_exercise)
+
     i = sub.add_parser("info", help="version, backends, OpenMP, thread count, SIMD build")
     i.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     i.set_defaults(fn=cmd_info)
+
+    o = sub.add_parser("docs", help="build the documentation site (docs extra) and serve it on 127.0.0.1")
+    o.add_argument("--build-only", action="store_true", help="build into the cache, print its path, do not serve")
+    o.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000; 0: any free port)")
+    o.add_argument("--open", action="store_true", help="also open the site in a web browser")
+    o.set_defaults(fn=cmd_docs)
     return p
 
 
@@ -318,7 +409,9 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_BAD_INPUT
         if args.threads is not None:
             fbnops.set_num_threads(args.threads)
-        return args.fn(args)
+        code = args.fn(args)
+        sys.stdout.flush()  # a reader that went away (| head) is met here, not in Python's exit flush
+        return code
     except (UsageError, fbnops.errors.OpError, ValueError, MemoryError, OSError) as e:
         if isinstance(e, BrokenPipeError):
             return _quiet_broken_pipe()

@@ -19,6 +19,7 @@ import pytest
 from test_runfile import JOB as RUNFILE_JOB
 
 import fbnops
+from fbnops.testing import extras
 
 EXE = shutil.which("fbnops")
 CMD = [EXE] if EXE else [sys.executable, "-m", "fbnops.cli"]
@@ -87,7 +88,7 @@ def test_check_fails_on_a_wrong_gradient(monkeypatch, capsys):
 
 
 def test_check_shows_progress_on_a_terminal():
-    pytest.importorskip("rich", reason="progress bars need rich (the cli extra)")
+    extras.require("rich", "cli")
     import pty
 
     master, slave = pty.openpty()
@@ -175,7 +176,7 @@ def test_run_file_matches_raw_ops_and_bare_name_is_output_0(workdir):
 
 
 def test_run_yaml_and_bfloat16_output_is_plain_float32(workdir):
-    yaml = pytest.importorskip("yaml", reason="YAML run files need PyYAML (the yaml extra)")
+    yaml = extras.require("yaml", "yaml")
     job = copy.deepcopy(JOB)
     job["inputs"]["x"]["random"]["dtype"] = "bfloat16"
     job["inputs"]["dy"] = {"random": {"shape": [4, 3, 3, 2], "seed": 1, "dtype": "bfloat16"}}
@@ -208,7 +209,9 @@ MISTAKES = [
     (["check", "--shape", "4,x"], "shape must be comma-separated integers"),
     (["check", "--shape", "4,4,4"], "shape must have 4 or 5 dims"),
     (["check", "--data-format", "NDHWC"], "--data-format NDHWC needs a 5-D --shape"),
-    (["check", "--points", "many"], "invalid int value: 'many'"),
+    (["check", "--points", "many"], "--points: must be a positive integer, got 'many'"),
+    (["check", "--points", "-3"], "--points: must be a positive integer, got '-3'"),  # was: OK after checking nothing
+    (["check", "--points", str(10**400)], "--points: at most 100000 points"),  # was: a loop without end
     (["--threads", "0", "info"], "num_threads"),
     (["--threads", "two", "info"], "invalid int value: 'two'"),
     (["explain", "--shape", "100,100,100,100"], "at most 2**16 elements"),
@@ -236,7 +239,6 @@ MISTAKES = [
     (["bench", "--shapes", "1,2,x,3"], "is not 4 comma-separated integers"),
     (["bench", "--dtypes", "float64"], "expected a comma-separated list of float32, bfloat16, float16"),
     (["bench", "--json", "/missing/dir/b.json"], "--json: output directory '/missing/dir' does not exist"),
-    (["bench", "--plot", "/missing/dir/p.png"], "--plot: output directory"),
     (["bench", "--compare", "nope.json"], "--compare: cannot read nope.json"),
     (["bench", "--compare", "job.json"], "job.json has no 'rows'"),
 ]
@@ -263,6 +265,13 @@ def test_every_mistake_is_one_line_exit_2_no_traceback_and_writes_nothing(workdi
     assert sorted(p.name for p in workdir.iterdir()) == before  # no output, no temporary file
 
 
+def test_plot_to_a_missing_directory_is_a_usage_error(workdir):
+    extras.require("matplotlib", "bench")  # without it, --plot is refused first (BLOCKED above)
+    r = fbnops_cli("bench", "--plot", "/missing/dir/p.png", cwd=workdir)
+    assert r.returncode == 2 and r.stderr.startswith("fbnops: error: --plot: output directory"), r.stderr
+    assert len(r.stderr.splitlines()) == 1 and r.stdout == ""
+
+
 def test_broken_pipe_is_quiet():
     p = subprocess.run(f"{' '.join(CMD)} check --shape 2,3,3,2 | head -1", shell=True, capture_output=True,
                        text=True, timeout=300)  # fmt: skip
@@ -271,8 +280,8 @@ def test_broken_pipe_is_quiet():
 
 def test_distributed_demo_is_wired(monkeypatch):
     """``fbnops demo --ranks N`` calls ``fbnops.distributed.demo.main(N)`` and exits with its code."""
-    demo = pytest.importorskip("fbnops.distributed.demo", reason="fbnops.distributed is not in this checkout")
     from fbnops import cli
+    from fbnops.distributed import demo
 
     calls = []
     monkeypatch.setattr(demo, "main", lambda ranks: calls.append(ranks) or 7)
