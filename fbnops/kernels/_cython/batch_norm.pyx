@@ -19,7 +19,7 @@ of ``_batch_norm_impl.pxi``):
 
 * Every element is visited as part of a *row* of ``width`` lanes.  Channels-last
   data (inner == 1) is already rows of C channels; when C is small several rows
-  are folded into one row of ``C*fold >= LANES`` lanes (LANES = 512, ``_plan.py``)
+  are folded into one row of ``C*fold >= LANES`` lanes (``LANES`` of ``_plan.py``)
   so the lane loop vectorizes.  Channels-first data (inner > 1) is cut into rows of
   ``block`` whole small planes side by side (lane j: channel j // inner), or LANES-wide
   pieces of one large plane.  Either way the hot loops are ``for j in range(width)`` over
