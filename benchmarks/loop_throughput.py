@@ -18,12 +18,12 @@ import importlib.util
 import numpy as np
 
 from fbnops.framework import dtypes
+from fbnops.kernels._plan import Apply, Reduce
 from fbnops.tools.bench.bound import median_seconds
 
 # (layout, (outer, C, inner)): large planes, small planes (channel blocks), channels-last
 SHAPES = (("NCHW", (16, 16, 784)), ("NCHW7x7", (16, 256, 49)), ("NHWC", (12544, 16, 1)))
 DTYPES = {"f32": dtypes.float32, "f16": dtypes.float16, "bf16": dtypes.bfloat16}
-RED_GRAD, APPLY_FULL = 0, 0
 
 
 def load_build(path: str):
@@ -42,8 +42,8 @@ def ns_per_element(fn, nelems: int, calls: int) -> float:
 def passes(kernels, x, dy, m, ones):
     """name -> zero-argument call of one pass over (x, dy)."""
     return {
-        "reduce": lambda: kernels.reduce_totals(RED_GRAD, x, dy, m, num_threads=1),
-        "apply": lambda: kernels.apply(APPLY_FULL, x, dy, ones, ones, ones, m, num_threads=1),
+        "reduce": lambda: kernels.reduce_totals(Reduce.RED_GRAD, x, dy, m, num_threads=1),
+        "apply": lambda: kernels.apply(Apply.APPLY_FULL, x, dy, ones, ones, ones, m, num_threads=1),
     }
 
 

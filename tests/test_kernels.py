@@ -168,10 +168,16 @@ class TestConversions:
                 want = _plan.plan(outer, C, inner, itemsize)._asdict()
                 assert tools.plan(outer, C, inner, itemsize) == want, (outer, C, inner, itemsize)
 
-    def test_generated_plan_constants_are_in_step(self):
+    def test_generated_kernel_contract_is_in_step(self):
+        """_plan.pxd and _contract.h are generated from _plan.py, _dispatch.pxi from its Tempita template."""
         from fbnops.kernels import _plan
 
-        assert _plan.PXI_FILE.read_text() == _plan.render_pxi(), "run: python -m fbnops.kernels._plan"
+        stale = "is stale: run python -m fbnops.kernels._plan"
+        assert (_plan.CYTHON_DIR / "_plan.pxd").read_text() == _plan.render_plan_pxd(), f"_plan.pxd {stale}"
+        assert (_plan.CYTHON_DIR / "_contract.h").read_text() == _plan.render_contract_h(), f"_contract.h {stale}"
+        pytest.importorskip("Cython", reason="the dtype dispatch is rendered with Cython.Tempita")
+        for path, text in _plan.generated_files().items():
+            assert path.read_text() == text, f"{path.name} {stale}"
 
     @pytest.mark.parametrize("streaming", [False, True])
     def test_stream_add_is_the_exact_sum(self, streaming):
@@ -246,10 +252,10 @@ def test_non_temporal_stores_change_no_bit(simd, monkeypatch):
         from fbnops.kernels._cython import batch_norm_avx2 as module
     monkeypatch.setattr(cython_backend, "_bn", module)
     ordinary = lock.compute_bits(("cython",))
-    old = module._set_stream_min_bytes(0)
+    old = tools.set_stream_min_bytes(module, 0)
     try:
         streamed = lock.compute_bits(("cython",))
     finally:
-        module._set_stream_min_bytes(old)
+        tools.set_stream_min_bytes(module, old)
     changed = sorted(k for k in streamed if ordinary[k] != streamed[k])
     assert len(streamed) == 312 and not changed, f"{len(changed)} cases changed bits, e.g. {changed[:5]}"

@@ -137,3 +137,28 @@ def test_bad_arguments_are_typed_errors_naming_the_argument(backend):
     for call, name in cases:
         with pytest.raises(InvalidArgumentError, match=name):
             call()
+
+
+def test_every_backend_registers_its_stages_with_the_registry():
+    from fbnops.framework import registry
+
+    for name in fbnops.available_backends():
+        for stage in registry.STAGES:
+            assert callable(registry.get_stage(stage, name)), (stage, name)
+
+
+def test_one_sign_convention_coefficients_apply_on_any_backend():
+    """Every backend's finish gives A, B, K of one formula (B = -r^2 s1/n, K = -s0/n), so the
+    reference's coefficients applied by a compiled backend give that backend's x_backprop."""
+    inp = bits.case_inputs(0, (6, 5, 7), "NCHW", "float32")
+    x, dy, scale, mean, variance = (inp[k] for k in ("x", "dy", "scale", "mean", "variance"))
+    with fbnops.backend("reference"):
+        sums = stages.sum_grad(x, dy, mean)
+        ref_coeffs = stages.finish_grad(sums, 42, scale, mean, variance, EPS, True)[2]
+    for name in fbnops.available_backends():
+        with fbnops.backend(name):
+            own = stages.finish_grad(sums, 42, scale, mean, variance, EPS, True)[2]
+            for field in ("a", "b", "k"):
+                np.testing.assert_allclose(getattr(ref_coeffs, field), getattr(own, field), rtol=1e-6)
+            dx_ref, dx_own = stages.apply_grad(x, dy, ref_coeffs), stages.apply_grad(x, dy, own)
+            np.testing.assert_allclose(dx_ref, dx_own, rtol=1e-5, atol=1e-6)

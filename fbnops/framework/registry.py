@@ -4,7 +4,9 @@
 * **kernels**, keyed by (op type, backend): ``cython`` is the default, ``numba`` is
   optional, ``reference`` is the NumPy teaching version.  A backend whose module
   cannot be imported is simply not available; asking for it raises a clear error
-  naming the extra to install;
+  naming the extra to install.  The backends (this module's ``_BACKEND_MODULES``, the
+  one list: :func:`known_backends`) also register their *stages* (partial sums, finish,
+  apply: :mod:`fbnops.kernels.stages`) with :func:`register_stage`;
 * **gradients**: TensorFlow's ``RegisterGradient`` table, used by ``gradients()``.
 
 The tables are filled by import: ``fbnops/__init__.py`` imports the op modules
@@ -30,10 +32,13 @@ __all__ = [
     "get_gradient_function",
     "has_gradient",
     "register_kernel",
+    "register_stage",
+    "get_stage",
     "known_backends",
     "check_backend",
     "get_kernel",
     "available_backends",
+    "backend_states",
     "set_backend",
     "get_backend",
     "backend",
@@ -174,6 +179,15 @@ def available_backends() -> list[str]:
     return [name for name in _BACKEND_MODULES if _ensure_loaded(name)]
 
 
+def backend_states() -> dict[str, str]:
+    """Every known backend, default first: ``"available"``, or ``"missing (why)"``."""
+    available = available_backends()
+    return {
+        name: "available" if name in available else f"missing ({_LOAD_ERRORS.get(name, '?')})"
+        for name in _BACKEND_MODULES
+    }
+
+
 def check_backend(name: str) -> str:
     """``name`` if that backend works here, else NotFoundError saying how to get it."""
     if name in _LOADED:
@@ -232,3 +246,29 @@ def get_kernel(op_type: str, backend_name: str | None = None) -> Callable:
         return _KERNELS[(op_type, name)]
     except KeyError:
         raise NotFoundError(f"No registered '{op_type}' kernel for backend '{name}'") from None
+
+
+# The stages of the kernels (fbnops.kernels.stages): the same backends, keyed by (stage, backend).
+STAGES = ("reduce_totals", "finish", "apply")
+_STAGES: dict[tuple[str, str], Callable] = {}
+
+
+def register_stage(stage: str, backend_name: str):
+    """Decorator: ``@register_stage("reduce_totals", "numba")``; ``stage`` is one of :data:`STAGES`."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; expected one of {STAGES}")
+
+    def deco(fn: Callable) -> Callable:
+        _STAGES[(stage, backend_name)] = fn
+        return fn
+
+    return deco
+
+
+def get_stage(stage: str, backend_name: str | None = None) -> Callable:
+    """The ``stage`` function of a backend (default: the one in force)."""
+    name = check_backend(backend_name or get_backend())
+    try:
+        return _STAGES[(stage, name)]
+    except KeyError:
+        raise NotFoundError(f"No registered stage '{stage}' for backend '{name}'") from None

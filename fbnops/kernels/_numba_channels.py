@@ -3,46 +3,69 @@
 The twin of the Cython ``channel_done`` and ``combine_rows``/``combine_blocks``
 (``_cython/_batch_norm_impl.pxi``): totals into each channel's results and coefficients
 ``A, B, K``, item partials into totals in the plan's fixed order, and the per-lane tiles
-of channels-last rows.  The loops and regions that use them are in ``_numba_loops.py``.
+of channels-last rows.  :class:`Params` groups one call's per-channel inputs and outputs
+as the Cython ``Params`` struct does.  The loops and regions that use them are in
+``_numba_loops.py``; the modes are ``_plan.py``'s.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
-RED_GRAD, RED_SUM, RED_SQ = 0, 1, 2
-APPLY_FULL, APPLY_B, APPLY_A = 0, 1, 2
-GRAD_TRAIN, GRAD_FROZEN, FWD_TRAIN, FWD_INFER = 0, 1, 2, 3
+from ._numba_cache import cached_njit
+from ._plan import Op
+
+
+class Params(NamedTuple):
+    """One call's per-channel inputs and outputs (the op decides which outputs it writes)."""
+
+    op: int  # an Op
+    eps: np.float32
+    n: float  # elements per channel: outer * inner
+    scale: np.ndarray
+    offset: np.ndarray  # forward only
+    var_in: np.ndarray  # the given variance (not FWD_TRAIN)
+    center: np.ndarray  # what x is centred on: the given mean, or the batch mean in FWD_TRAIN
+    A: np.ndarray  # the element pass's coefficients (see _plan.Apply)
+    B: np.ndarray
+    K: np.ndarray
+    scale_backprop: np.ndarray  # gradient outputs
+    offset_backprop: np.ndarray
+    batch_mean: np.ndarray  # FWD_TRAIN outputs (biased variance)
+    batch_var: np.ndarray
 
 
 @njit
-def _channel_done(op, pass_index, c, s0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
-    gamma = np.float64(scale[c])
-    if op == FWD_TRAIN and pass_index == 0:
-        res0[c] = np.float32(s0 / n)
-        center[c] = res0[c]
+def _channel_done(params, pass_index, c, s0, s1):
+    op, n = params.op, params.n
+    gamma = np.float64(params.scale[c])
+    if op == Op.FWD_TRAIN and pass_index == 0:
+        params.batch_mean[c] = np.float32(s0 / n)
+        params.center[c] = params.batch_mean[c]  # the next pass centres on it
         return
-    if op == FWD_TRAIN:
-        res1[c] = np.float32(s1 / n)
-        var = np.float64(res1[c])
+    if op == Op.FWD_TRAIN:
+        params.batch_var[c] = np.float32(s1 / n)  # biased variance
+        var = np.float64(params.batch_var[c])
     else:
-        var = np.float64(var_in[c])
-    r = 1.0 / np.sqrt(np.float64(np.float32(var) + eps))
-    if op == GRAD_TRAIN or op == GRAD_FROZEN:
-        res0[c] = np.float32(s1 * r)
-        res1[c] = np.float32(s0)
-        A[c] = np.float32(gamma * r)
-        if op == GRAD_TRAIN:  # dx = gamma*r * ((dy - s0/n) - (x - mean) * r*r*s1/n), as TF groups it
-            B[c] = np.float32(-r * r * s1 / n)
-            K[c] = np.float32(-s0 / n)
+        var = np.float64(params.var_in[c])
+    r = 1.0 / np.sqrt(np.float64(np.float32(var) + params.eps))
+    if op == Op.GRAD_TRAIN or op == Op.GRAD_FROZEN:
+        params.scale_backprop[c] = np.float32(s1 * r)  # sum(dy * (x - mean)) * r
+        params.offset_backprop[c] = np.float32(s0)  # sum(dy)
+        params.A[c] = np.float32(gamma * r)
+        if op == Op.GRAD_TRAIN:  # dx = gamma*r * ((dy - s0/n) - (x - mean) * r*r*s1/n), as TF groups it
+            params.B[c] = np.float32(-r * r * s1 / n)
+            params.K[c] = np.float32(-s0 / n)
         else:
-            B[c] = 0
-            K[c] = 0
-    else:
-        A[c] = 0
-        B[c] = np.float32(gamma * r)
-        K[c] = offset[c]
+            params.B[c] = 0
+            params.K[c] = 0
+    else:  # forward: y = (x - mean) * (scale * r) + offset
+        params.A[c] = 0
+        params.B[c] = np.float32(gamma * r)
+        params.K[c] = params.offset[c]
 
 
 @njit
@@ -64,13 +87,13 @@ def _combine(p, part, s):
                 s[1, c0 + j] += part[item, 1, j]
 
 
-@njit(cache=True)
-def finish_pass(op, pass_index, s0, s1, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
-    for c in range(scale.shape[0]):
-        _channel_done(op, pass_index, c, s0[c], s1[c], n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
+@cached_njit()
+def finish_pass(params, pass_index, s0, s1):
+    for c in range(params.scale.shape[0]):
+        _channel_done(params, pass_index, c, s0[c], s1[c])
 
 
-@njit(cache=True)
+@cached_njit()
 def tile(p, A, B, K, center):
     """Channels-last per-lane tiles: lane j holds channel j % C."""
     tiles = np.empty((4, p.width), np.float32)
@@ -83,7 +106,7 @@ def tile(p, A, B, K, center):
     return tiles
 
 
-@njit(cache=True)
+@cached_njit()
 def center_tile(p, center):
     """What a reduction centres lane j on: channels-last tiles, channels-first the vector."""
     if p.channels_last:

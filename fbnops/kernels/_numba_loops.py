@@ -20,28 +20,10 @@ from types import FunctionType
 import numpy as np
 from numba import njit, prange
 
-from ._numba_channels import (
-    APPLY_A,
-    APPLY_B,
-    APPLY_FULL,
-    FWD_INFER,
-    FWD_TRAIN,
-    GRAD_TRAIN,
-    RED_GRAD,
-    RED_SQ,
-    RED_SUM,
-    _channel_done,
-    _combine,
-    center_tile,
-    finish_pass,
-    tile,
-)
+from ._numba_cache import cached_njit
+from ._numba_channels import _channel_done, _combine, center_tile, finish_pass, tile
 from ._numba_fp import _load, _store
-from ._plan import BLOCK_ROWS
-
-# Numba's disk cache is keyed on each file's text only, and the regions here compile in code
-# from _numba_fp.py and _numba_channels.py: bump when either changes (3: channels moved out).
-FP_REVISION = 3
+from ._plan import BLOCK_ROWS, Apply, Op, Reduce
 
 # Contraction (a*b + c -> FMA) only, which is what GCC does by default: no reassociation,
 # no reciprocals, no nnan/ninf.  The hot loops vectorize without reassociation (per-lane
@@ -60,12 +42,12 @@ def _reduce_span(a, b, mode, start, stop, W, m, acc0, acc1, p0, p1, nrows):
         L = min(W, stop - pos)
         ra = a[pos : pos + L]  # row slices: non-negative indices, no wraparound checks in the loop
         rb = b[pos : pos + L]
-        if mode == RED_GRAD:
+        if mode == Reduce.RED_GRAD:
             for j in range(L):
-                g = _load(rb, j)
-                acc0[j] += g
-                acc1[j] += (_load(ra, j) - m[j]) * g
-        elif mode == RED_SUM:
+                dy = _load(rb, j)
+                acc0[j] += dy
+                acc1[j] += (_load(ra, j) - m[j]) * dy
+        elif mode == Reduce.RED_SUM:
             for j in range(L):
                 acc0[j] += _load(ra, j)
         else:
@@ -92,10 +74,10 @@ def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt):
         ra = a[pos : pos + L]
         rb = b[pos : pos + L]
         ro = out[pos : pos + L]
-        if amode == APPLY_FULL:
+        if amode == Apply.APPLY_FULL:
             for j in range(L):
                 _store(ro, j, At[j] * ((_load(rb, j) + Kt[j]) + Bt[j] * (_load(ra, j) - mt[j])))
-        elif amode == APPLY_B:
+        elif amode == Apply.APPLY_B:
             for j in range(L):
                 _store(ro, j, At[j] * _load(rb, j))
         else:
@@ -109,10 +91,10 @@ def _apply_run(a, b, out, amode, start, L, A, B, K, m):
     ra = a[start : start + L]
     rb = b[start : start + L]
     ro = out[start : start + L]
-    if amode == APPLY_FULL:
+    if amode == Apply.APPLY_FULL:
         for j in range(L):
             _store(ro, j, A * ((_load(rb, j) + K) + B * (_load(ra, j) - m)))
-    elif amode == APPLY_B:
+    elif amode == Apply.APPLY_B:
         for j in range(L):
             _store(ro, j, A * _load(rb, j))
     else:
@@ -219,7 +201,7 @@ def _region(fn):
     twin = FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__, fn.__closure__)
     twin.__qualname__ = fn.__qualname__ + "_serial"
     twin.__module__ = fn.__module__
-    return njit(fastmath=FASTMATH, cache=True)(twin), njit(parallel=True, fastmath=FASTMATH, cache=True)(fn)
+    return cached_njit(fastmath=FASTMATH)(twin), cached_njit(parallel=True, fastmath=FASTMATH)(fn)
 
 
 @njit(inline="always")
@@ -280,9 +262,36 @@ def apply_region(a, b, out, amode, p, nchunks, tiles, A, B, K, center):
                 _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, plane_tiles)
 
 
+# What an op runs (as plain ints: Numba types an IntEnum member apart from an int, and the
+# stages pass ints, so the regions keep one specialization per mode type).
+
+
+@njit(inline="always")
+def _npasses(op):
+    return 0 if op == Op.FWD_INFER else (2 if op == Op.FWD_TRAIN else 1)
+
+
+@njit(inline="always")
+def _reduce_mode(op, q):
+    """Pass q's reduction: RED_GRAD, or in forward training RED_SUM (the mean) then RED_SQ."""
+    if op != Op.FWD_TRAIN:
+        return Reduce.RED_GRAD.value
+    return Reduce.RED_SUM.value if q == 0 else Reduce.RED_SQ.value
+
+
+@njit(inline="always")
+def _apply_mode(op):
+    if op == Op.GRAD_TRAIN:
+        return Apply.APPLY_FULL.value
+    if op == Op.GRAD_FROZEN:
+        return Apply.APPLY_B.value
+    return Apply.APPLY_A.value
+
+
 @_region
-def fused_region(a, b, out, op, p, nchunks, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
+def fused_region(a, b, out, p, nchunks, params):
     """Channels-first with one item per channel block: reduce, coefficients and apply back to back."""
+    op = params.op
     for t in prange(nchunks):
         m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
         sums = np.empty((2, p.block), np.float64)
@@ -290,15 +299,11 @@ def fused_region(a, b, out, op, p, nchunks, n, eps, scale, offset, var_in, cente
         i0, i1 = _chunk(t, p.nitems, nchunks)
         for item in range(i0, i1):
             c0, nch, _, _ = _block_bounds(p, item)
-            npasses = 2 if op == FWD_TRAIN else 1  # forward training: the mean, then centered squares
-            for q in range(npasses):
-                mode = RED_GRAD if op != FWD_TRAIN else (RED_SUM if q == 0 else RED_SQ)
-                _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums)
+            for q in range(_npasses(op)):
+                _reduce_plane_item(a, b, _reduce_mode(op, q), p, item, params.center, m, acc0, acc1, p0, p1, sums)
                 for c in range(nch):
-                    _channel_done(op, q, c0 + c, sums[0, c], sums[1, c], n, eps,
-                                  scale, offset, var_in, center, res0, res1, A, B, K)  # fmt: skip
-            amode = APPLY_A if op == FWD_TRAIN else (APPLY_FULL if op == GRAD_TRAIN else APPLY_B)
-            _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles)
+                    _channel_done(params, q, c0 + c, sums[0, c], sums[1, c])
+            _apply_plane_item(a, b, out, _apply_mode(op), p, item, params.A, params.B, params.K, params.center, tiles)
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,25 +312,25 @@ def fused_region(a, b, out, op, p, nchunks, n, eps, scale, offset, var_in, cente
 # ---------------------------------------------------------------------------------------
 
 
-def _drive(a, b, out, op, p, nchunks, n, eps, scale, offset, var_in, center, res0, res1, A, B, K):
+def _drive(a, b, out, p, nchunks, params):
     """The whole op: each reduction pass with its finish, then the apply pass; channel blocks
     that hold whole channels run all three in one region (fused_region)."""
-    if not p.channels_last and p.per_channel == 1 and op != FWD_INFER:
-        fused_region(a, b, out, op, p, nchunks, n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
+    op = params.op
+    if not p.channels_last and p.per_channel == 1 and op != Op.FWD_INFER:
+        fused_region(a, b, out, p, nchunks, params)
         return
     s = np.zeros((2, p.C))
     part = np.empty((p.nitems, 2, p.width if p.channels_last else p.block))
-    npasses = 0 if op == FWD_INFER else (2 if op == FWD_TRAIN else 1)
+    npasses = _npasses(op)
     for q in range(npasses):  # forward training: the mean, then squares centred on it
-        mode = RED_GRAD if op != FWD_TRAIN else (RED_SUM if q == 0 else RED_SQ)
-        reduce_region(a, b, mode, p, nchunks, center_tile(p, center), center, part)
+        reduce_region(a, b, _reduce_mode(op, q), p, nchunks, center_tile(p, params.center), params.center, part)
         _combine(p, part, s)
-        finish_pass(op, q, s[0], s[1], n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
+        finish_pass(params, q, s[0], s[1])
     if npasses == 0:
-        finish_pass(op, 0, s[0], s[1], n, eps, scale, offset, var_in, center, res0, res1, A, B, K)
-    amode = APPLY_A if op >= FWD_TRAIN else (APPLY_FULL if op == GRAD_TRAIN else APPLY_B)
+        finish_pass(params, 0, s[0], s[1])
+    A, B, K, center = params.A, params.B, params.K, params.center
     tiles = tile(p, A, B, K, center) if p.channels_last else np.empty((4, 1), np.float32)
-    apply_region(a, b, out, amode, p, nchunks, tiles, A, B, K, center)
+    apply_region(a, b, out, _apply_mode(op), p, nchunks, tiles, A, B, K, center)
 
 
 def _over(fn, k: int, suffix: str):
@@ -335,7 +340,7 @@ def _over(fn, k: int, suffix: str):
     twin = FunctionType(fn.__code__, scope, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
     twin.__qualname__ = fn.__qualname__ + suffix
     twin.__module__ = fn.__module__
-    return njit(cache=True)(twin)
+    return cached_njit()(twin)
 
 
 drive = (_over(_drive, 0, "_serial"), _over(_drive, 1, "_parallel"))

@@ -1,11 +1,21 @@
-"""The kernels' work plan: one source for both compiled backends.
+"""The kernel contract, stated once: the work plan, its tunables and the mode enums.
 
-The tunables (row width, float32 block length, item sizes), the partition of the
-work into *items* and the thread policy are decided here.  The Numba backend calls
-:func:`plan` and :func:`threads_for`; the Cython kernels get the same constants
-from ``_cython/_plan_constants.pxi``, which :func:`render_pxi` generates from this
-module (``python -m fbnops.kernels._plan`` rewrites it; a test keeps it in step),
-and their C ``make_plan`` (``_cython/_plan.pxd``) is tested equal to :func:`plan`.
+Everything both compiled backends must agree on is defined here, in Python:
+
+* the tunables (row width, float32 block length, item sizes) and the thread policy;
+* the partition of the work into *items* (:func:`plan`), whose body
+  (:func:`_partition`, with :func:`_gcd` and :func:`_ceil_div`) is written in the
+  common subset of Python and Cython;
+* the enums of the kernels' protocol: :class:`Op` (what a call computes),
+  :class:`Reduce` (what a reduction pass sums) and :class:`Apply` (the element pass).
+
+The Numba backend, the reference and :mod:`fbnops.kernels.stages` import them;
+the Cython kernels get them from two generated files, ``_cython/_plan.pxd`` (the
+constants, the enums, the ``Plan`` struct and ``make_plan``, which is
+:func:`_partition` compiled by Cython) and ``_cython/_contract.h`` (the enums for
+the C row functions of ``_fp.h``).  ``python -m fbnops.kernels._plan`` rewrites
+both (and the Tempita-generated dtype dispatch of the kernels); a test keeps them
+in step.
 
 The partition depends on the shape (and the element size) only, never on the
 thread count, and partials are combined in a fixed order: that is why the results
@@ -14,8 +24,9 @@ are bitwise identical for any number of threads.
 
 from __future__ import annotations
 
-import math
+import inspect
 import sys
+from enum import IntEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -34,12 +45,40 @@ MIN_ITEMS = 16  # channels-first: split channels so that few channels still shar
 STREAM_MIN_BYTES = 8 << 20  # outputs this large are written with non-temporal stores (past the ~8 MB of L3 one gets)
 SERIAL_BELOW = 1 << 15  # below this many elements one thread beats waking a team (~1-2 us per region)
 
+
+class Op(IntEnum):
+    """What one kernel call computes (the op is chosen per call, the passes follow from it)."""
+
+    GRAD_TRAIN = 0  # gradient with batch statistics: one RED_GRAD pass, APPLY_FULL
+    GRAD_FROZEN = 1  # gradient with frozen statistics: one RED_GRAD pass, APPLY_B
+    FWD_TRAIN = 2  # forward, training: RED_SUM (the mean), RED_SQ (the variance), APPLY_A
+    FWD_INFER = 3  # forward, inference: no pass, APPLY_A
+
+
+class Reduce(IntEnum):
+    """What one reduction pass sums per channel, into the totals s0 and s1 (a = x, b = dy, m = centre)."""
+
+    RED_GRAD = 0  # s0 += b;  s1 += (a - m) * b
+    RED_SUM = 1  # s0 += a
+    RED_SQ = 2  # s1 += (a - m) ** 2
+
+
+class Apply(IntEnum):
+    """The element pass's formula, with per-channel coefficients A, B, K."""
+
+    APPLY_FULL = 0  # A*((b + K) + B*(a - m))  (training gradient; gamma*r stays outside, as in TF)
+    APPLY_B = 1  # A*b                      (frozen gradient)
+    APPLY_A = 2  # B*(a - m) + K            (forward)
+
+
+CONTRACT_ENUMS = (Op, Reduce, Apply)
+
 # Emitted into the Cython build as compile-time constants (array bounds need them).
 PXI_CONSTANTS = (
     "LANES", "MAX_W", "BLOCK_ROWS", "ROW_ITEM_ELEMS", "MAX_ROW_ITEMS", "PLANE_ITEM_BYTES", "MIN_ITEMS",
     "STREAM_MIN_BYTES",
 )  # fmt: skip
-PXI_FILE = Path(__file__).parent / "_cython" / "_plan_constants.pxi"
+CYTHON_DIR = Path(__file__).parent / "_cython"
 
 
 class Plan(NamedTuple):
@@ -79,24 +118,45 @@ def check_plan_args(outer: int, C: int, inner: int, itemsize: int) -> None:
 def plan(outer: int, C: int, inner: int, itemsize: int = 4) -> Plan:
     """The partition for a shape: a function of the shape and element size only."""
     check_plan_args(outer, C, inner, itemsize)
+    return _partition(outer, C, inner, itemsize)
+
+
+# The partition's body, in the subset of Python that Cython compiles to C as it stands
+# (positive integers only: // and % agree in both): render_plan_pxd() emits these three
+# functions as the C kernels' make_plan, so there is one definition.
+
+
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def _ceil_div(a, b):
+    return (a + b - 1) // b
+
+
+def _partition(outer, C, inner, itemsize):
     if inner == 1:
         fold = 1
         if C < LANES:  # fold rows until the row is a multiple of 16 lanes and >= LANES
-            fold = 16 // math.gcd(C, 16)
+            fold = 16 // _gcd(C, 16)
             while fold * C < LANES and fold < outer:
                 fold *= 2
-        rows = -(-outer // fold)
-        nitems = max(1, min(-(-(outer * C) // ROW_ITEM_ELEMS), MAX_ROW_ITEMS, rows))
+        rows = _ceil_div(outer, fold)
+        nitems = max(1, min(_ceil_div(outer * C, ROW_ITEM_ELEMS), MAX_ROW_ITEMS, rows))
         return Plan(True, outer, C, inner, C * fold, fold, rows, nitems, 0, 0, 0)
     if inner < LANES:  # small planes: a row is `block` whole planes (contiguous in memory)
-        block = min(C, -(-LANES // inner))
-        run, width = inner, block * inner
+        block = min(C, _ceil_div(LANES, inner))
+        run = inner
+        width = block * inner
     else:  # large planes: rows of LANES lanes, all of one channel
-        block, run, width = 1, LANES, LANES
-    nblocks = -(-C // block)
-    k = -(-(outer * block * inner * 2 * itemsize) // PLANE_ITEM_BYTES)
-    k = max(k, -(-MIN_ITEMS // nblocks))
-    per_channel = max(1, min(k, outer))
+        block = 1
+        run = LANES
+        width = LANES
+    nblocks = _ceil_div(C, block)
+    per_channel = max(_ceil_div(outer * block * inner * 2 * itemsize, PLANE_ITEM_BYTES), _ceil_div(MIN_ITEMS, nblocks))
+    per_channel = max(1, min(per_channel, outer))
     return Plan(False, outer, C, inner, width, 1, 0, nblocks * per_channel, block, run, per_channel)
 
 
@@ -115,15 +175,84 @@ def threads_for(nelems: int) -> int:
     return kernel_threads()
 
 
-def render_pxi() -> str:
-    lines = [
-        "# GENERATED from fbnops/kernels/_plan.py by `python -m fbnops.kernels._plan`: do not edit.",
-        "cdef enum:",
-    ]
+# ---------------------------------------------------------------------------------------
+# The generator: the contract above, emitted for the Cython kernels and their C helpers
+# ---------------------------------------------------------------------------------------
+
+_GENERATED = "GENERATED from fbnops/kernels/_plan.py by `python -m fbnops.kernels._plan`: do not edit."
+PLAN_FIELD_COMMENTS = {
+    "width": "lanes per row",
+    "fold": "channels-last: input rows per folded row",
+    "rows": "channels-last: folded rows in total",
+    "block": "channels-first: channels per item (planes side by side in one row)",
+    "run": "channels-first: lanes per channel in a row (lane j is channel j // run)",
+    "per_channel": "channels-first: items per channel block (batch ranges)",
+}
+
+
+def _as_cython(fn, returns: str) -> list[str]:
+    """fn's source as a ``cdef inline ... noexcept nogil`` function over Py_ssize_t (every
+    argument and local of the plan functions is a non-negative size)."""
+    code = fn.__code__
+    args = ", ".join(f"Py_ssize_t {a}" for a in code.co_varnames[: code.co_argcount])
+    local_names = code.co_varnames[code.co_argcount : code.co_nlocals]
+    body = inspect.getsource(fn).splitlines()[1:]
+    head = [f"cdef inline {returns} {fn.__name__}({args}) noexcept nogil:"]
+    if local_names:
+        head.append(f"    cdef Py_ssize_t {', '.join(local_names)}")
+    return head + body + ["", ""]
+
+
+def render_plan_pxd() -> str:
+    """``_cython/_plan.pxd``: the tunables, the enums, the Plan struct and make_plan."""
+    lines = [f"# {_GENERATED}", "", "cdef enum:"]
     lines += [f"    {name} = {globals()[name]}" for name in PXI_CONSTANTS]
+    for enum in CONTRACT_ENUMS:
+        lines += ["", "", f"cdef enum {enum.__name__}:"]
+        lines += [f"    {member.name} = {member.value}" for member in enum]
+    lines += ["", "", "cdef struct Plan:"]
+    for field, kind in Plan.__annotations__.items():
+        ctype = "bint" if getattr(kind, "__forward_arg__", kind) in ("bool", bool) else "Py_ssize_t"
+        comment = f"  # {PLAN_FIELD_COMMENTS[field]}" if field in PLAN_FIELD_COMMENTS else ""
+        lines.append(f"    {ctype} {field}{comment}")
+    lines += ["", ""]
+    lines += _as_cython(_gcd, "Py_ssize_t") + _as_cython(_ceil_div, "Py_ssize_t")
+    lines += _as_cython(_partition, "Plan")
+    signature = "Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize"
+    lines += [
+        f"cdef inline Plan make_plan({signature}) noexcept nogil:",
+        "    return _partition(outer, C, inner, itemsize)",
+    ]
     return "\n".join(lines) + "\n"
 
 
+def render_contract_h() -> str:
+    """``_cython/_contract.h``: the Reduce and Apply enums for the C row functions of ``_fp.h``."""
+    lines = [f"/* {_GENERATED} */", "#ifndef FBNOPS_CONTRACT_H", "#define FBNOPS_CONTRACT_H", ""]
+    for enum in (Reduce, Apply):
+        lines += [f"#define FB_{member.name} {member.value}" for member in enum]
+    return "\n".join(lines + ["", "#endif"]) + "\n"
+
+
+def render_dispatch_pxi() -> str:
+    """``_cython/_dispatch.pxi``: the storage-type switches of the drivers, from its Tempita template."""
+    from Cython import Tempita  # (a build-time tool: only the generator needs it)
+
+    template = CYTHON_DIR / "_dispatch.pxi.tp"
+    return Tempita.sub(template.read_text(), generated=_GENERATED)
+
+
+def generated_files() -> dict[Path, str]:
+    """Every file the generator writes, and its text."""
+    return {
+        CYTHON_DIR / "_plan.pxd": render_plan_pxd(),
+        CYTHON_DIR / "_contract.h": render_contract_h(),
+        CYTHON_DIR / "_dispatch.pxi": render_dispatch_pxi(),
+    }
+
+
 if __name__ == "__main__":
-    PXI_FILE.write_text(render_pxi())
-    print(f"wrote {PXI_FILE}", file=sys.stderr)
+    for path, text in generated_files().items():
+        if not path.exists() or path.read_text() != text:  # (an unchanged file keeps its mtime: no rebuild)
+            path.write_text(text)
+            print(f"wrote {path}", file=sys.stderr)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from ..framework.registry import register_kernel
+from ..framework.registry import register_kernel, register_stage
 from ..framework.threads import note_parallel
 from . import outputs as _outputs  # noqa: F401  (checks FBNOPS_OUTPUT_POOL_BYTES before the extension reads it)
 from ._cython import batch_norm as _baseline
@@ -56,13 +56,16 @@ def batch_norm(x, scale, offset, mean, variance, *, epsilon, is_training):
 # The stages (fbnops.kernels.stages): partials, finish, apply.
 
 
+@register_stage("reduce_totals", "cython")
 def reduce_totals(mode, x, dy, center, rows_per_sample):
     return _bn.reduce_totals(mode, x, dy, center, rows_per_sample or 0, _threads(x))
 
 
+@register_stage("finish", "cython")
 def finish(op, s0, s1, count, epsilon, scale, offset, variance, center):
     return _bn.finish(op, s0, s1, count, epsilon, scale, offset, variance, center)
 
 
+@register_stage("apply", "cython")
 def apply(amode, x, dy, A, B, K, center):
     return _bn.apply(amode, x, dy, A, B, K, center, _threads(x))

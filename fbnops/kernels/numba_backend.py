@@ -22,18 +22,13 @@ import numba.core.errors
 import numpy as np
 
 from ..framework import dtypes
-from ..framework.registry import register_kernel
+from ..framework.registry import register_kernel, register_stage
 from ..framework.threads import note_parallel
 from . import _numba_channels as channels
 from . import _numba_loops as loops
 from . import outputs
-from ._numba_channels import (
-    FWD_INFER,
-    FWD_TRAIN,
-    GRAD_FROZEN,
-    GRAD_TRAIN,
-)
-from ._plan import plan, threads_for
+from ._numba_channels import Params
+from ._plan import Op, plan, threads_for
 
 MAX_CHUNKS = 64  # chunks of items per region (each allocates its scratch once)
 
@@ -83,34 +78,39 @@ def _partials(p, center):
     return np.empty((p.nitems, 2, p.width if p.channels_last else p.block)), channels.center_tile(p, center)
 
 
+def _params(op: int, n: float, epsilon: float, scale, offset, variance, center) -> Params:
+    """The Params of a call, with fresh zeroed outputs: the first (scale_backprop or batch_mean)
+    and the second (offset_backprop or batch_var) per-channel output, and A, B, K."""
+    C = scale.shape[0]
+    vec0, vec1, A, B, K = (_zeros(C) for _ in range(5))
+    offset = _frozen(offset if offset is not None else _zeros(C))
+    variance = _frozen(variance if variance is not None else _zeros(C))
+    center = _zeros(C) if op == Op.FWD_TRAIN else center.copy()
+    return Params(
+        int(op), np.float32(epsilon), n, _frozen(scale), offset, variance, center, A, B, K, vec0, vec1, vec0, vec1
+    )
+
+
 def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
     outer, C, inner = x.shape
     a, b = _inputs(x, dy)
     out_arr = outputs.empty_like(x)
-    out = _storage(out_arr)
     p = plan(outer, C, inner, x.dtype.itemsize)
-    n = float(outer) * float(inner)
-    eps = np.float32(epsilon)
-    res0, res1, A, B, K = (_zeros(C) for _ in range(5))
-    scale = _frozen(scale)
-    offset = _frozen(offset if offset is not None else _zeros(C))
-    variance = _frozen(variance if variance is not None else _zeros(C))
-    center = (_zeros(C) if op == FWD_TRAIN else mean).copy()
-    args = (a, b, out, op, p, min(p.nitems, MAX_CHUNKS), n, eps, scale, offset, variance, center, res0, res1, A, B, K)
-    _launch(loops.drive, x.size, *args)
-    return out_arr, res0, res1
+    params = _params(op, float(outer) * float(inner), epsilon, scale, offset, variance, mean)
+    _launch(loops.drive, x.size, a, b, _storage(out_arr), p, min(p.nitems, MAX_CHUNKS), params)
+    return out_arr, params.scale_backprop, params.offset_backprop
 
 
 @register_kernel("FusedBatchNormGradV3", "numba")
 def batch_norm_grad(x, dy, scale, mean, variance, *, epsilon, is_training):
-    return _run(GRAD_TRAIN if is_training else GRAD_FROZEN, x, dy, scale, None, mean, variance, epsilon)
+    return _run(Op.GRAD_TRAIN if is_training else Op.GRAD_FROZEN, x, dy, scale, None, mean, variance, epsilon)
 
 
 @register_kernel("FusedBatchNormV3", "numba")
 def batch_norm(x, scale, offset, mean, variance, *, epsilon, is_training):
     if is_training:
-        return _run(FWD_TRAIN, x, None, scale, offset, None, None, epsilon)
-    y, _, _ = _run(FWD_INFER, x, None, scale, offset, mean, variance, epsilon)
+        return _run(Op.FWD_TRAIN, x, None, scale, offset, None, None, epsilon)
+    y, _, _ = _run(Op.FWD_INFER, x, None, scale, offset, mean, variance, epsilon)
     return y, mean, variance
 
 
@@ -119,6 +119,7 @@ def batch_norm(x, scale, offset, mean, variance, *, epsilon, is_training):
 # ---------------------------------------------------------------------------------------
 
 
+@register_stage("reduce_totals", "numba")
 def reduce_totals(mode, x, dy, center, rows_per_sample):
     outer, C, inner = x.shape
     a, b = _inputs(x, dy)
@@ -126,30 +127,27 @@ def reduce_totals(mode, x, dy, center, rows_per_sample):
     p = plan(rows_per_sample or outer, C, inner, x.dtype.itemsize)
     part, m_tile = _partials(p, center)
     if not rows_per_sample:
-        _launch(loops.reduce_region, x.size, a, b, mode, p, min(p.nitems, MAX_CHUNKS), m_tile, center, part)
+        _launch(loops.reduce_region, x.size, a, b, int(mode), p, min(p.nitems, MAX_CHUNKS), m_tile, center, part)
         s = np.empty((2, C))
         channels._combine(p, part, s)
         return s
     nsamples = outer // rows_per_sample
     out = np.empty((nsamples, 2, C))
     nchunks = min(nsamples, MAX_CHUNKS)
-    _launch(loops.samples_region, x.size, a, b, mode, p, nsamples, nchunks, m_tile, center, out)
+    _launch(loops.samples_region, x.size, a, b, int(mode), p, nsamples, nchunks, m_tile, center, out)
     return out
 
 
+@register_stage("finish", "numba")
 def finish(op, s0, s1, count, epsilon, scale, offset, variance, center):
-    C = scale.shape[0]
-    res0, res1, A, B, K = (_zeros(C) for _ in range(5))
-    s0, s1, scale = _frozen(s0), _frozen(s1), _frozen(scale)
-    offset = _frozen(offset if offset is not None else _zeros(C))
-    variance = _frozen(variance if variance is not None else _zeros(C))
-    center = _zeros(C) if op == FWD_TRAIN else center.copy()
-    eps = np.float32(epsilon)
-    for q in range(2 if op == FWD_TRAIN else 1):
-        channels.finish_pass(op, q, s0, s1, float(count), eps, scale, offset, variance, center, res0, res1, A, B, K)
-    return res0, res1, A, B, K
+    params = _params(op, float(count), epsilon, scale, offset, variance, center)
+    s0, s1 = _frozen(s0), _frozen(s1)
+    for q in range(2 if op == Op.FWD_TRAIN else 1):
+        channels.finish_pass(params, q, s0, s1)
+    return params.scale_backprop, params.offset_backprop, params.A, params.B, params.K
 
 
+@register_stage("apply", "numba")
 def apply(amode, x, dy, A, B, K, center):
     outer, C, inner = x.shape
     a, b = _inputs(x, dy)
@@ -157,7 +155,7 @@ def apply(amode, x, dy, A, B, K, center):
     out_arr = outputs.empty_like(x)
     p = plan(outer, C, inner, x.dtype.itemsize)
     tiles = channels.tile(p, A, B, K, center) if p.channels_last else np.empty((4, 1), np.float32)
-    args = (a, b, _storage(out_arr), amode, p, min(p.nitems, MAX_CHUNKS), tiles, A, B, K, center)
+    args = (a, b, _storage(out_arr), int(amode), p, min(p.nitems, MAX_CHUNKS), tiles, A, B, K, center)
     _launch(loops.apply_region, x.size, *args)
     return out_arr
 

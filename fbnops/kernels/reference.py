@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..framework.registry import register_kernel
+from ..framework.registry import register_kernel, register_stage
+from ._plan import Apply, Op, Reduce
 
 AXES = (0, 2)  # the reduced axes of the canonical view
 
@@ -82,11 +83,10 @@ def batch_norm(x, scale, offset, mean, variance, *, epsilon, is_training, comput
 
 # ---------------------------------------------------------------------------------------
 # The stages (fbnops.kernels.stages): the same arithmetic as the two functions above,
-# cut where a distributed batch has to add its partial sums.
+# cut where a distributed batch has to add its partial sums.  The coefficients are the
+# compiled kernels' (one sign convention): x_backprop = A * ((dy + K) + B * xc), with
+# K = -sum(dy)/n and B = -r*r*sum(dy*xc)/n (negation is exact: the bits of the lines above).
 # ---------------------------------------------------------------------------------------
-RED_GRAD, RED_SUM, RED_SQ = 0, 1, 2
-APPLY_FULL, APPLY_B, APPLY_A = 0, 1, 2
-GRAD_TRAIN, GRAD_FROZEN, FWD_TRAIN, FWD_INFER = 0, 1, 2, 3
 
 
 def reduce_totals(mode, x, dy, center, rows_per_sample, compute=np.float32):
@@ -98,29 +98,30 @@ def reduce_totals(mode, x, dy, center, rows_per_sample, compute=np.float32):
         x = x.reshape(outer // rows_per_sample, rows_per_sample, C, inner)
         axes, v = (1, 3), (lambda u: u[None, None, :, None])
     zero = np.zeros(x.sum(axes, dtype=np.float64).shape)
-    if mode == RED_SUM:
+    if mode == Reduce.RED_SUM:
         return np.stack([x.sum(axes, dtype=np.float64), zero], axis=-2)
     xc = x - v(center.astype(compute))
-    if mode == RED_SQ:
+    if mode == Reduce.RED_SQ:
         return np.stack([zero, (xc**2).sum(axes, dtype=np.float64)], axis=-2)
     dy = dy.astype(compute).reshape(x.shape)
     return np.stack([dy.sum(axes, dtype=np.float64), (dy * xc).sum(axes, dtype=np.float64)], axis=-2)
 
 
 def finish(op, s0, s1, count, epsilon, scale, offset, variance, center, compute=np.float32):
-    """(res0, res1, A, B, K) from the totals; apply() then computes what the functions above do."""
+    """(vec0, vec1, A, B, K) from the totals (vec0, vec1: scale_backprop, offset_backprop of a gradient,
+    the batch mean and variance of FWD_TRAIN); apply() then computes what the functions above do."""
     n = count
     zero = np.zeros_like(scale, compute)
-    if op == FWD_TRAIN:
+    if op == Op.FWD_TRAIN:
         center = (s0 / n).astype(compute)
         variance = (s1 / n).astype(compute)
     r = 1 / np.sqrt(variance.astype(compute) + compute(epsilon))
-    if op in (FWD_TRAIN, FWD_INFER):
+    if op in (Op.FWD_TRAIN, Op.FWD_INFER):
         return center, variance, zero, scale * r, offset.astype(compute)
     A = scale * r
     B, K = zero, zero
-    if op == GRAD_TRAIN:
-        B, K = (r * r * s1 / n).astype(compute), (s0 / n).astype(compute)
+    if op == Op.GRAD_TRAIN:
+        B, K = (-r * r * s1 / n).astype(compute), (-s0 / n).astype(compute)
     return (s1 * r).astype(compute), s0.astype(compute), A, B, K
 
 
@@ -128,12 +129,12 @@ def apply(amode, x, dy, A, B, K, center, compute=np.float32):
     """The element pass, written as batch_norm_grad / batch_norm write it."""
     out_dtype = x.dtype
     x = x.astype(compute)
-    if amode == APPLY_A:
+    if amode == Apply.APPLY_A:
         out = (x - per_channel(center)) * per_channel(B) + per_channel(K)
-    elif amode == APPLY_B:
+    elif amode == Apply.APPLY_B:
         out = dy.astype(compute) * per_channel(A)
     else:
-        out = per_channel(A) * (dy.astype(compute) - per_channel(K) - (x - per_channel(center)) * per_channel(B))
+        out = per_channel(A) * ((dy.astype(compute) + per_channel(K)) + (x - per_channel(center)) * per_channel(B))
     return out.astype(out_dtype)
 
 
@@ -147,6 +148,8 @@ def _quiet(kernel):
     return run
 
 
-reduce_totals, finish, apply = _quiet(reduce_totals), _quiet(finish), _quiet(apply)
+reduce_totals, finish, apply = (
+    register_stage(stage.__name__, "reference")(_quiet(stage)) for stage in (reduce_totals, finish, apply)
+)
 register_kernel("FusedBatchNormGradV3", "reference")(_quiet(batch_norm_grad))
 register_kernel("FusedBatchNormV3", "reference")(_quiet(batch_norm))

@@ -3,8 +3,8 @@
 A synchronized (multi-process) batch norm runs the op in three steps: each process
 reduces its shard to per-channel float64 sums, the processes exchange and add the
 sums, and every process turns the totals into statistics and coefficients and applies
-them to its own rows.  These functions are those steps, on the current backend
-(``cython``, ``numba`` or ``reference``)::
+them to its own rows.  These functions are those steps, on the current backend (each
+backend registers its stage functions with ``fbnops.framework.registry.register_stage``)::
 
     s = sum_x(x)                                   # forward, training
     mean = finish_mean(s, count)                   #   (add the ranks' s first)
@@ -29,7 +29,6 @@ The variance is the biased one (Bessel's correction is the caller's, as in the o
 
 from __future__ import annotations
 
-import importlib
 import numbers
 from typing import NamedTuple
 
@@ -37,7 +36,8 @@ import numpy as np
 
 from ..framework import dtypes
 from ..framework.errors import InvalidArgumentError
-from ..framework.registry import check_backend, get_backend
+from ..framework.registry import get_stage
+from ._plan import Apply, Op, Reduce
 
 __all__ = [
     "Coeffs",
@@ -52,23 +52,14 @@ __all__ = [
     "apply_grad",
 ]
 
-# The kernels' protocol: reduction passes, per-channel steps and element passes.
-RED_GRAD, RED_SUM, RED_SQ = 0, 1, 2
-GRAD_TRAIN, GRAD_FROZEN, FWD_TRAIN, FWD_INFER = 0, 1, 2, 3
-APPLY_FULL, APPLY_B, APPLY_A = 0, 1, 2
-_MODULES = {
-    "cython": "fbnops.kernels.cython_backend",
-    "numba": "fbnops.kernels.numba_backend",
-    "reference": "fbnops.kernels.reference",
-}
 _STORAGE = (np.dtype(np.float32), np.dtype(dtypes.float16), np.dtype(dtypes.bfloat16))
 
 
 class Coeffs(NamedTuple):
     """Per-channel coefficients of the element pass (opaque to callers: pass them to ``apply_*``).
 
-    ``formula`` is ``"compiled"`` (Cython and Numba share one) or ``"reference"``;
-    ``mode`` says which element pass they are for.
+    Every backend uses one formula (``_plan.Apply``), so coefficients from one backend apply
+    on another; ``mode`` says which element pass they are for.
     """
 
     a: np.ndarray
@@ -76,16 +67,6 @@ class Coeffs(NamedTuple):
     k: np.ndarray
     center: np.ndarray
     mode: int
-    formula: str
-
-
-def _backend():
-    name = get_backend()
-    return importlib.import_module(_MODULES[check_backend(name)]), _formula(name)
-
-
-def _formula(name: str) -> str:
-    return "reference" if name == "reference" else "compiled"
 
 
 # ---------------------------------------------------------------------------------------
@@ -163,27 +144,26 @@ def _reduce(mode: int, x, dy, mean, rows_per_sample) -> np.ndarray:
     rows = _rows(x, rows_per_sample)
     if x.size == 0:  # an empty shard (or empty planes): zero sums, no kernel
         return np.zeros(((x.shape[0] // rows,) if rows else ()) + (2, C))
-    module, _ = _backend()
-    return module.reduce_totals(mode, x, dy, mean, rows)
+    return get_stage("reduce_totals")(mode, x, dy, mean, rows)
 
 
 def sum_x(x, *, rows_per_sample=None) -> np.ndarray:
     """Σx per channel, float64 ``(C,)`` (per sample: ``(S, C)``)."""
-    return np.ascontiguousarray(_reduce(RED_SUM, x, None, None, rows_per_sample)[..., 0, :])
+    return np.ascontiguousarray(_reduce(Reduce.RED_SUM, x, None, None, rows_per_sample)[..., 0, :])
 
 
 def sum_sq(x, mean, *, rows_per_sample=None) -> np.ndarray:
     """Σ(x - mean)² per channel, centred on the float32 ``mean``: float64 ``(C,)`` (per sample ``(S, C)``)."""
     if mean is None:
         raise InvalidArgumentError("mean must be a float32 vector, got None")
-    return np.ascontiguousarray(_reduce(RED_SQ, x, None, mean, rows_per_sample)[..., 1, :])
+    return np.ascontiguousarray(_reduce(Reduce.RED_SQ, x, None, mean, rows_per_sample)[..., 1, :])
 
 
 def sum_grad(x, dy, mean, *, rows_per_sample=None) -> np.ndarray:
     """[Σdy, Σdy·(x - mean)] per channel: float64 ``(2, C)`` (per sample ``(S, 2, C)``)."""
     if dy is None or mean is None:
         raise InvalidArgumentError("sum_grad needs y_backprop and mean")
-    return _reduce(RED_GRAD, x, dy, mean, rows_per_sample)
+    return _reduce(Reduce.RED_GRAD, x, dy, mean, rows_per_sample)
 
 
 # ---------------------------------------------------------------------------------------
@@ -204,11 +184,10 @@ def finish_forward(sum_x, sum_sq, count, scale, offset, epsilon):
     C = scale.shape[0]
     s0, s1 = _totals(sum_x, (C,), "sum_x"), _totals(sum_sq, (C,), "sum_sq")
     offset = _vector(offset, C, "offset")
-    module, formula = _backend()
-    mean, variance, A, B, K = module.finish(
-        FWD_TRAIN, s0, s1, _count(count), _epsilon(epsilon), scale, offset, None, None
+    mean, variance, A, B, K = get_stage("finish")(
+        Op.FWD_TRAIN, s0, s1, _count(count), _epsilon(epsilon), scale, offset, None, None
     )
-    return mean, variance, Coeffs(A, B, K, mean, APPLY_A, formula)
+    return mean, variance, Coeffs(A, B, K, mean, Apply.APPLY_A)
 
 
 def finish_inference(scale, offset, mean, variance, epsilon) -> Coeffs:
@@ -217,9 +196,9 @@ def finish_inference(scale, offset, mean, variance, epsilon) -> Coeffs:
     C = scale.shape[0]
     offset, mean, variance = (_vector(v, C, n) for v, n in ((offset, "offset"), (mean, "mean"), (variance, "variance")))
     zero = np.zeros(C)
-    module, formula = _backend()
-    _, _, A, B, K = module.finish(FWD_INFER, zero, zero, 1.0, _epsilon(epsilon), scale, offset, variance, mean)
-    return Coeffs(A, B, K, mean.copy(), APPLY_A, formula)
+    finish = get_stage("finish")
+    _, _, A, B, K = finish(Op.FWD_INFER, zero, zero, 1.0, _epsilon(epsilon), scale, offset, variance, mean)
+    return Coeffs(A, B, K, mean.copy(), Apply.APPLY_A)
 
 
 def finish_grad(sums, count, scale, mean, variance, epsilon, is_training: bool):
@@ -228,12 +207,12 @@ def finish_grad(sums, count, scale, mean, variance, epsilon, is_training: bool):
     C = scale.shape[0]
     sums = _totals(sums, (2, C), "sums")
     mean, variance = _vector(mean, C, "mean"), _vector(variance, C, "variance")
-    op = GRAD_TRAIN if is_training else GRAD_FROZEN
-    module, formula = _backend()
-    res0, res1, A, B, K = module.finish(
+    op = Op.GRAD_TRAIN if is_training else Op.GRAD_FROZEN
+    scale_backprop, offset_backprop, A, B, K = get_stage("finish")(
         op, sums[0], sums[1], _count(count), _epsilon(epsilon), scale, None, variance, mean
     )
-    return res0, res1, Coeffs(A, B, K, mean.copy(), APPLY_FULL if is_training else APPLY_B, formula)
+    amode = Apply.APPLY_FULL if is_training else Apply.APPLY_B
+    return scale_backprop, offset_backprop, Coeffs(A, B, K, mean.copy(), amode)
 
 
 # ---------------------------------------------------------------------------------------
@@ -248,23 +227,18 @@ def _apply(x, dy, coeffs, modes, what: str) -> np.ndarray:
     dy = _data(dy, "y_backprop", like=x) if dy is not None else None
     C = x.shape[1]
     A, B, K, center = (_vector(getattr(coeffs, n), C, f"coeffs.{n}") for n in ("a", "b", "k", "center"))
-    module, formula = _backend()
-    if formula != coeffs.formula:
-        raise InvalidArgumentError(
-            f"coeffs were made by a {coeffs.formula} backend, the current one is {get_backend()}"
-        )
     if x.size == 0:
         return np.empty_like(x)
-    return module.apply(coeffs.mode, x, dy, A, B, K, center)
+    return get_stage("apply")(coeffs.mode, x, dy, A, B, K, center)
 
 
 def apply_forward(x, coeffs: Coeffs) -> np.ndarray:
     """y = (x - mean) * scale / sqrt(variance + epsilon) + offset, as the op rounds it."""
-    return _apply(x, None, coeffs, (APPLY_A,), "finish_forward or finish_inference")
+    return _apply(x, None, coeffs, (Apply.APPLY_A,), "finish_forward or finish_inference")
 
 
 def apply_grad(x, dy, coeffs: Coeffs) -> np.ndarray:
     """x_backprop of the op, from the coefficients of finish_grad."""
     if dy is None:
         raise InvalidArgumentError("apply_grad needs y_backprop")
-    return _apply(x, dy, coeffs, (APPLY_FULL, APPLY_B), "finish_grad")
+    return _apply(x, dy, coeffs, (Apply.APPLY_FULL, Apply.APPLY_B), "finish_grad")

@@ -23,8 +23,10 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
+from fbnops.framework.registry import known_backends
+
 BITS_FILE = Path(__file__).with_name("kernel_bits.json")
-BACKENDS = ("cython", "numba", "reference")
+BACKENDS = known_backends()  # the registry's list: cython, numba, reference
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 MODES = ("grad_training", "grad_frozen", "forward_training", "forward_inference")
 THREADS = (1, 2)

@@ -1,5 +1,26 @@
 # Kernel source shared by batch_norm.pyx (baseline x86-64) and batch_norm_avx2.pyx
 # (x86-64-v3: AVX2, FMA, F16C); the two are compiled from this one text.
+#
+# The call chain, top to bottom (P: the Plan of the call, params: its Params):
+#
+#   batch_norm / batch_norm_grad          Python entry points       (_entry_points.pxi)
+#     -> _call                            check, allocate, fill Params
+#       -> run_any                        storage-type switch        (_dispatch.pxi, generated)
+#         -> run                          the op: its passes in order            (this file)
+#            |-> for_items(FUSED)         channels-first, whole channel blocks:
+#            |     -> do_item -> fused_block -> reduce_plane_item, channel_done, apply_plane_item
+#            |-> reduce_pass              each reduction pass:
+#            |     -> for_items(REDUCE) -> do_item -> reduce_row_item | reduce_plane_item
+#            |     -> combine_rows | combine_blocks, then finish_pass -> channel_done
+#            '-> apply_pass -> for_items(APPLY) -> do_item -> apply_row_item | apply_plane_item
+#   row/plane items -> reduce_span -> reduce_rows; apply_rows / apply_run (+ _streamed)
+#                                          the lane loops                   (_loops.pxi)
+#   16-bit rows on x86-64-v3 -> fb_reduce_*_row / fb_apply_*_row / fb_apply_*_run  (_fp.h)
+#
+# The stage entry points (reduce_totals, finish, apply) enter the same chain at reduce_any
+# -> reduce_pass (or samples_any -> reduce_samples), channel_done and apply_any -> apply_pass.
+# The modes (Op, Reduce, Apply), the tunables and make_plan come from _plan.pxd, generated
+# from fbnops/kernels/_plan.py.
 
 import ml_dtypes
 import numpy as np
@@ -12,7 +33,8 @@ from libc.string cimport memcpy
 
 from ._fp cimport fb_bf16, fb_half, load, storage_t, store
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
-from ._plan cimport BLOCK_ROWS, LANES, MAX_W, STREAM_MIN_BYTES, Plan, make_plan
+from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FWD_INFER, FWD_TRAIN, GRAD_FROZEN, GRAD_TRAIN, MAX_W,
+                    RED_GRAD, RED_SQ, RED_SUM, STREAM_MIN_BYTES, Apply, Op, Plan, Reduce, make_plan)
 
 cnp.import_array()
 
@@ -37,36 +59,22 @@ def cpu_has_x86_64_v3():
     """Whether this CPU runs the x86-64-v3 (AVX2/FMA/F16C) build of the kernels."""
     return bool(fbnops_cpu_has_x86_64_v3())
 
-cdef enum Op:
-    GRAD_TRAIN = 0
-    GRAD_FROZEN = 1
-    FWD_TRAIN = 2
-    FWD_INFER = 3
-
-cdef enum Reduce:
-    RED_GRAD = 0  # s0 += b;  s1 += (a - m) * b
-    RED_SUM = 1   # s0 += a
-    RED_SQ = 2    # s1 += (a - m) ** 2
-
-cdef enum Apply:
-    APPLY_FULL = 0  # A*((b + K) + B*(a - m))  (training gradient; gamma*r stays outside, as in TF)
-    APPLY_B = 1     # A*b                   (frozen gradient)
-    APPLY_A = 2     # B*(a - m) + K         (forward)
-
-# Per-channel inputs and outputs of one call.
+# Per-channel inputs and outputs of one call (the op decides which outputs it writes).
 cdef struct Params:
     Op op
     float eps
-    double n
+    double n                  # elements per channel: outer * inner
     const float* scale
-    const float* offset
-    const float* var_in
-    const float* center   # what x is centered on: rs1 / the mean input / the batch mean
-    float* A
+    const float* offset       # forward only
+    const float* var_in       # the given variance (not FWD_TRAIN)
+    const float* center       # what x is centred on: the given mean, or batch_mean in FWD_TRAIN
+    float* A                  # the element pass's coefficients (see Apply)
     float* B
     float* K
-    float* res0           # gradient: scale_backprop; forward training: batch mean
-    float* res1           # gradient: offset_backprop; forward training: batch variance
+    float* scale_backprop     # gradient outputs
+    float* offset_backprop
+    float* batch_mean         # FWD_TRAIN outputs (biased variance)
+    float* batch_var
 
 
 include "_loops.pxi"
@@ -76,32 +84,33 @@ include "_loops.pxi"
 # The op's math: per-channel totals -> outputs and apply coefficients.
 # ---------------------------------------------------------------------------------------
 
-cdef void channel_done(Params* g, int pass_index, Py_ssize_t c, double s0, double s1) noexcept nogil:
-    cdef double var, r, gamma = g.scale[c], n = g.n
-    if g.op == FWD_TRAIN and pass_index == 0:
-        g.res0[c] = <float>(s0 / n)  # batch mean; the next pass centers on it
+cdef void channel_done(Params* params, int pass_index, Py_ssize_t c, double s0, double s1) noexcept nogil:
+    cdef double var, r, gamma = params.scale[c], n = params.n
+    cdef Op op = params.op
+    if op == FWD_TRAIN and pass_index == 0:
+        params.batch_mean[c] = <float>(s0 / n)  # the next pass centres on it
         return
-    if g.op == FWD_TRAIN:
+    if op == FWD_TRAIN:
         var = s1 / n  # biased variance
-        g.res1[c] = <float>var
-        var = g.res1[c]
+        params.batch_var[c] = <float>var
+        var = params.batch_var[c]
     else:
-        var = g.var_in[c]
-    r = 1.0 / sqrt(<double>(<float>var + g.eps))
-    if g.op == GRAD_TRAIN or g.op == GRAD_FROZEN:
-        g.res0[c] = <float>(s1 * r)  # scale_backprop = sum(dy * (x - mean)) * r
-        g.res1[c] = <float>s0        # offset_backprop = sum(dy)
-        g.A[c] = <float>(gamma * r)
-        if g.op == GRAD_TRAIN:  # dx = gamma*r * ((dy - s0/n) - (x - mean) * r*r*s1/n), as TF groups it
-            g.B[c] = <float>(-r * r * s1 / n)
-            g.K[c] = <float>(-s0 / n)
+        var = params.var_in[c]
+    r = 1.0 / sqrt(<double>(<float>var + params.eps))
+    if op == GRAD_TRAIN or op == GRAD_FROZEN:
+        params.scale_backprop[c] = <float>(s1 * r)  # sum(dy * (x - mean)) * r
+        params.offset_backprop[c] = <float>s0       # sum(dy)
+        params.A[c] = <float>(gamma * r)
+        if op == GRAD_TRAIN:  # dx = gamma*r * ((dy - s0/n) - (x - mean) * r*r*s1/n), as TF groups it
+            params.B[c] = <float>(-r * r * s1 / n)
+            params.K[c] = <float>(-s0 / n)
         else:
-            g.B[c] = 0
-            g.K[c] = 0
+            params.B[c] = 0
+            params.K[c] = 0
     else:  # forward: y = (x - mean) * (scale * r) + offset
-        g.A[c] = 0
-        g.B[c] = <float>(gamma * r)
-        g.K[c] = g.offset[c]
+        params.A[c] = 0
+        params.B[c] = <float>(gamma * r)
+        params.K[c] = params.offset[c]
 
 
 cdef void combine_rows(const Plan* P, const double* part, double* s) noexcept nogil:
@@ -128,30 +137,25 @@ cdef void combine_blocks(const Plan* P, const double* part, double* s) noexcept 
             s[P.C + c + j] += part[item * 2 * nb + nb + j]
 
 
-cdef void tile_row_coefficients(const Plan* P, const Params* g, float* tiles) noexcept nogil:
+cdef void tile_row_coefficients(const Plan* P, const Params* params, float* tiles) noexcept nogil:
     cdef Py_ssize_t j, c, W = P.width
     for j in range(W):
         c = j % P.C
-        tiles[j] = g.A[c]
-        tiles[W + j] = g.B[c]
-        tiles[2 * W + j] = g.K[c]
-        tiles[3 * W + j] = g.center[c] if g.center != NULL else 0
+        tiles[j] = params.A[c]
+        tiles[W + j] = params.B[c]
+        tiles[2 * W + j] = params.K[c]
+        tiles[3 * W + j] = params.center[c] if params.center != NULL else 0
 
 
 # ---------------------------------------------------------------------------------------
 # The driver.
 # ---------------------------------------------------------------------------------------
 
-cdef Py_ssize_t stream_min_bytes = STREAM_MIN_BYTES  # (a test hook sets it: _set_stream_min_bytes)
-
-
-def _set_stream_min_bytes(Py_ssize_t nbytes):
-    """Outputs of at least ``nbytes`` are written with non-temporal stores; returns the old
-    threshold (tests stream small outputs to check that the bits do not change)."""
-    global stream_min_bytes
-    old = stream_min_bytes
-    stream_min_bytes = nbytes
-    return old
+cdef Py_ssize_t stream_min_bytes = STREAM_MIN_BYTES
+# Where the threshold lives, for the test hook _tools.set_stream_min_bytes (tests stream small
+# outputs to check that the bits do not change); production code never writes it.
+from cpython.pycapsule cimport PyCapsule_New
+STREAM_MIN_BYTES_ADDRESS = PyCapsule_New(&stream_min_bytes, b"fbnops.stream_min_bytes", NULL)
 
 
 cdef inline bint streams(const Plan* P, Py_ssize_t itemsize) noexcept nogil:
@@ -165,7 +169,7 @@ cdef inline bint streams(const Plan* P, Py_ssize_t itemsize) noexcept nogil:
     return P.outer * P.C * P.inner * itemsize >= stream_min_bytes
 
 
-cdef void fused_block(const Plan* P, Params* g, Py_ssize_t item, const Reduce* passes, int npasses,
+cdef void fused_block(const Plan* P, Params* params, Py_ssize_t item, const Reduce* passes, int npasses,
                       Apply amode, const storage_t* a, const storage_t* b, storage_t* out, bint stream) noexcept nogil:
     """A whole channel block in one item: reduce, coefficients, apply while it is in cache."""
     cdef double s[2 * MAX_W]
@@ -173,10 +177,10 @@ cdef void fused_block(const Plan* P, Params* g, Py_ssize_t item, const Reduce* p
     cdef int p
     block_bounds(P, item, &c0, &nch, &n0, &n1)
     for p in range(npasses):
-        reduce_plane_item(P, passes[p], item, a, b, g.center, s)
+        reduce_plane_item(P, passes[p], item, a, b, params.center, s)
         for c in range(nch):
-            channel_done(g, p, c0 + c, s[c], s[P.block + c])
-    apply_plane_item(P, g, amode, item, a, b, out, stream)
+            channel_done(params, p, c0 + c, s[c], s[P.block + c])
+    apply_plane_item(P, params, amode, item, a, b, out, stream)
 
 
 cdef enum Region:
@@ -213,7 +217,7 @@ cdef inline Scratch carve(const Plan* P, double* d, float* f) noexcept nogil:
 cdef struct Work:
     # Everything one parallel region needs, so that a single item function serves all.
     const Plan* P
-    Params* g
+    Params* params
     const Scratch* S
     Region region
     Reduce mode         # REDUCE: the pass
@@ -228,17 +232,17 @@ cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage
     cdef const Plan* P = w.P
     cdef Py_ssize_t W = P.width
     if w.region == FUSED:
-        fused_block(P, w.g, item, w.passes, w.npasses, w.amode, a, b, out, w.stream)
+        fused_block(P, w.params, item, w.passes, w.npasses, w.amode, a, b, out, w.stream)
     elif w.region == REDUCE:
         if P.channels_last:
             reduce_row_item(P, w.mode, item, a, b, w.S.tiles + 3 * W,
                             w.S.acc + item * 2 * W, w.S.part + item * 2 * W)
         else:
-            reduce_plane_item(P, w.mode, item, a, b, w.g.center, w.S.part + 2 * P.block * item)
+            reduce_plane_item(P, w.mode, item, a, b, w.params.center, w.S.part + 2 * P.block * item)
     elif P.channels_last:
         apply_row_item(P, w.amode, item, a, b, out, w.S.tiles, w.stream)
     else:
-        apply_plane_item(P, w.g, w.amode, item, a, b, out, w.stream)
+        apply_plane_item(P, w.params, w.amode, item, a, b, out, w.stream)
 
 
 cdef void for_items(const Work* w, Py_ssize_t n, int nthreads, const storage_t* a, const storage_t* b,
@@ -254,10 +258,10 @@ cdef void for_items(const Work* w, Py_ssize_t n, int nthreads, const storage_t* 
             do_item(w, a, b, out, item)
 
 
-cdef inline Work make_work(const Plan* P, Params* g, const Scratch* S, Region region) noexcept nogil:
+cdef inline Work make_work(const Plan* P, Params* params, const Scratch* S, Region region) noexcept nogil:
     cdef Work w
     w.P = P
-    w.g = g
+    w.params = params
     w.S = S
     w.region = region
     w.mode = RED_GRAD
@@ -272,13 +276,13 @@ cdef inline Work make_work(const Plan* P, Params* g, const Scratch* S, Region re
 # The three stages (partials, finish, apply); the op is their composition, except that
 # fused channel blocks run all three back to back in one region.
 
-cdef void reduce_pass(const Plan* P, Params* g, Reduce mode, const Scratch* S, const storage_t* a,
+cdef void reduce_pass(const Plan* P, Params* params, Reduce mode, const Scratch* S, const storage_t* a,
                       const storage_t* b, int nthreads) noexcept nogil:
     """One reduction pass over every item, combined in a fixed order into S.s[0:2C]."""
-    cdef Work w = make_work(P, g, S, REDUCE)
+    cdef Work w = make_work(P, params, S, REDUCE)
     w.mode = mode
     if P.channels_last:
-        tile_row_coefficients(P, g, S.tiles)  # only the centers (tile 3) are read here
+        tile_row_coefficients(P, params, S.tiles)  # only the centers (tile 3) are read here
     for_items(&w, P.nitems, nthreads, a, b, <storage_t*> NULL)
     if P.channels_last:
         combine_rows(P, S.part, S.s)
@@ -286,33 +290,33 @@ cdef void reduce_pass(const Plan* P, Params* g, Reduce mode, const Scratch* S, c
         combine_blocks(P, S.part, S.s)
 
 
-cdef void finish_pass(Params* g, int pass_index, const double* s, Py_ssize_t C) noexcept nogil:
+cdef void finish_pass(Params* params, int pass_index, const double* s, Py_ssize_t C) noexcept nogil:
     cdef Py_ssize_t c
     for c in range(C):
-        channel_done(g, pass_index, c, s[c], s[C + c])
+        channel_done(params, pass_index, c, s[c], s[C + c])
 
 
-cdef void apply_pass(const Plan* P, Params* g, Apply amode, const Scratch* S, const storage_t* a,
+cdef void apply_pass(const Plan* P, Params* params, Apply amode, const Scratch* S, const storage_t* a,
                      const storage_t* b, storage_t* out, int nthreads) noexcept nogil:
-    cdef Work w = make_work(P, g, S, APPLY)
+    cdef Work w = make_work(P, params, S, APPLY)
     w.amode = amode
     w.stream = streams(P, sizeof(storage_t))
     if P.channels_last:
-        tile_row_coefficients(P, g, S.tiles)
+        tile_row_coefficients(P, params, S.tiles)
     for_items(&w, P.nitems, nthreads, a, b, out)
 
 
-cdef void run(const Plan* P, Params* g, const storage_t* a, const storage_t* b, storage_t* out,
+cdef void run(const Plan* P, Params* params, const storage_t* a, const storage_t* b, storage_t* out,
               const Scratch* S, int nthreads) noexcept nogil:
     """The whole op: every reduction pass with its finish, then the apply pass."""
-    cdef Work w = make_work(P, g, S, FUSED)
+    cdef Work w = make_work(P, params, S, FUSED)
     cdef int p
     w.stream = streams(P, sizeof(storage_t))
-    if g.op == GRAD_TRAIN or g.op == GRAD_FROZEN:
+    if params.op == GRAD_TRAIN or params.op == GRAD_FROZEN:
         w.passes[0] = RED_GRAD
         w.npasses = 1
-        w.amode = APPLY_FULL if g.op == GRAD_TRAIN else APPLY_B
-    elif g.op == FWD_TRAIN:
+        w.amode = APPLY_FULL if params.op == GRAD_TRAIN else APPLY_B
+    elif params.op == FWD_TRAIN:
         w.passes[0] = RED_SUM
         w.passes[1] = RED_SQ
         w.npasses = 2
@@ -324,14 +328,14 @@ cdef void run(const Plan* P, Params* g, const storage_t* a, const storage_t* b, 
         for_items(&w, P.nitems, nthreads, a, b, out)
         return
     for p in range(w.npasses):
-        reduce_pass(P, g, w.passes[p], S, a, b, nthreads)
-        finish_pass(g, p, S.s, P.C)
+        reduce_pass(P, params, w.passes[p], S, a, b, nthreads)
+        finish_pass(params, p, S.s, P.C)
     if w.npasses == 0:
-        finish_pass(g, 0, S.s, P.C)  # (totals unused: inference)
-    apply_pass(P, g, w.amode, S, a, b, out, nthreads)
+        finish_pass(params, 0, S.s, P.C)  # (totals unused: inference)
+    apply_pass(P, params, w.amode, S, a, b, out, nthreads)
 
 
-cdef void reduce_samples(const Plan* SP, Params* g, Reduce mode, Py_ssize_t nsamples, double* work_d,
+cdef void reduce_samples(const Plan* SP, Params* params, Reduce mode, Py_ssize_t nsamples, double* work_d,
                          float* work_f, const storage_t* a, const storage_t* b, double* out,
                          int nthreads) noexcept nogil:
     """Totals per sample: sample k is the (rows, C, inner) view SP at element k * rows*C*inner,
@@ -345,10 +349,10 @@ cdef void reduce_samples(const Plan* SP, Params* g, Reduce mode, Py_ssize_t nsam
     for t in range(nchunks):
         S = carve(SP, work_d + t * nd, work_f + t * nf)
         if SP.channels_last:
-            tile_row_coefficients(SP, g, S.tiles)
+            tile_row_coefficients(SP, params, S.tiles)
     for t in prange(nchunks, schedule="static", num_threads=nthreads, use_threads_if=nchunks > 1):
         S = carve(SP, work_d + t * nd, work_f + t * nf)
-        w = make_work(SP, g, &S, REDUCE)
+        w = make_work(SP, params, &S, REDUCE)
         w.mode = mode
         k0 = nsamples * t // nchunks
         k1 = nsamples * (t + 1) // nchunks

@@ -16,14 +16,17 @@ cdef object _empty_output(x):
     return _pooled_output(x.shape, x.dtype)
 
 
+include "_dispatch.pxi"  # run_any, reduce_any, samples_any, apply_any: the storage-type switches
+
+
 cdef int _storage_kind(int type_num) noexcept:
-    """0: float32, 1: float16, 2: bfloat16, -1: anything else."""
+    """The StorageKind of a NumPy type number; -1 for anything else."""
     if type_num == cnp.NPY_FLOAT:
-        return 0
+        return STORAGE_FLOAT32
     if type_num == cnp.NPY_FLOAT16:
-        return 1
+        return STORAGE_FLOAT16
     if type_num == BF16_NUM:
-        return 2
+        return STORAGE_BFLOAT16
     return -1
 
 
@@ -76,48 +79,6 @@ cdef double* _scratch(Py_ssize_t nd, Py_ssize_t nf) except NULL:
     return wd
 
 
-# Storage-type dispatch of the nogil drivers (kind: 0 float32, 1 float16, 2 bfloat16).
-
-cdef void run_any(int kind, const Plan* P, Params* g, const void* a, const void* b, void* out,
-                  const Scratch* S, int nthreads) noexcept nogil:
-    if kind == 0:
-        run(P, g, <const float*> a, <const float*> b, <float*> out, S, nthreads)
-    elif kind == 1:
-        run(P, g, <const fb_half*> a, <const fb_half*> b, <fb_half*> out, S, nthreads)
-    else:
-        run(P, g, <const fb_bf16*> a, <const fb_bf16*> b, <fb_bf16*> out, S, nthreads)
-
-
-cdef void reduce_any(int kind, const Plan* P, Params* g, Reduce mode, const Scratch* S, const void* a,
-                     const void* b, int nthreads) noexcept nogil:
-    if kind == 0:
-        reduce_pass(P, g, mode, S, <const float*> a, <const float*> b, nthreads)
-    elif kind == 1:
-        reduce_pass(P, g, mode, S, <const fb_half*> a, <const fb_half*> b, nthreads)
-    else:
-        reduce_pass(P, g, mode, S, <const fb_bf16*> a, <const fb_bf16*> b, nthreads)
-
-
-cdef void samples_any(int kind, const Plan* SP, Params* g, Reduce mode, Py_ssize_t nsamples, double* wd,
-                      float* wf, const void* a, const void* b, double* out, int nthreads) noexcept nogil:
-    if kind == 0:
-        reduce_samples(SP, g, mode, nsamples, wd, wf, <const float*> a, <const float*> b, out, nthreads)
-    elif kind == 1:
-        reduce_samples(SP, g, mode, nsamples, wd, wf, <const fb_half*> a, <const fb_half*> b, out, nthreads)
-    else:
-        reduce_samples(SP, g, mode, nsamples, wd, wf, <const fb_bf16*> a, <const fb_bf16*> b, out, nthreads)
-
-
-cdef void apply_any(int kind, const Plan* P, Params* g, Apply amode, const Scratch* S, const void* a,
-                    const void* b, void* out, int nthreads) noexcept nogil:
-    if kind == 0:
-        apply_pass(P, g, amode, S, <const float*> a, <const float*> b, <float*> out, nthreads)
-    elif kind == 1:
-        apply_pass(P, g, amode, S, <const fb_half*> a, <const fb_half*> b, <fb_half*> out, nthreads)
-    else:
-        apply_pass(P, g, amode, S, <const fb_bf16*> a, <const fb_bf16*> b, <fb_bf16*> out, nthreads)
-
-
 cdef int _dims(x, Py_ssize_t* outer, Py_ssize_t* C, Py_ssize_t* inner) except -1:
     """The (outer, C, inner) of a checked x; its storage kind."""
     cdef cnp.ndarray xa = <cnp.ndarray> x
@@ -133,38 +94,40 @@ cdef _call(Op op, x, dy, scale, offset, mean, variance, float epsilon, int num_t
     cdef void* px = _data(x, None, "x")
     cdef void* pb = _data(dy, x, "y_backprop") if dy is not None else px
     cdef Py_ssize_t outer, C, inner
-    cdef int kind = _dims(x, &outer, &C, &inner)
-    cdef Params g
+    cdef StorageKind kind = <StorageKind> _dims(x, &outer, &C, &inner)
+    cdef Params params
     cdef Plan P = make_plan(outer, C, inner, x.itemsize)
-    g.op = op
-    g.eps = epsilon
-    g.n = <double>outer * <double>inner
-    g.scale = _vector(scale, C, "scale")
-    g.offset = _vector(offset, C, "offset") if offset is not None else NULL
-    g.var_in = _vector(variance, C, "variance") if variance is not None else NULL
+    params.op = op
+    params.eps = epsilon
+    params.n = <double>outer * <double>inner
+    params.scale = _vector(scale, C, "scale")
+    params.offset = _vector(offset, C, "offset") if offset is not None else NULL
+    params.var_in = _vector(variance, C, "variance") if variance is not None else NULL
 
     out = _empty_output(x)
     cdef cnp.npy_intp nvec = C
-    res0 = cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0)
-    res1 = cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0)
+    # The op's two per-channel outputs: (scale_backprop, offset_backprop) of a gradient,
+    # (batch mean, batch variance) of a training forward.
+    vec0 = cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0)
+    vec1 = cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0)
     # Scratch, one block: float64 partials + totals, then float32 coefficients, lanes, tiles.
     cdef Py_ssize_t nd = scratch_doubles(&P)
     cdef double* wd = _scratch(nd, 3 * C + scratch_floats(&P))
     cdef float* pcoef = <float*> (wd + nd)
     cdef Scratch S = carve(&P, wd, pcoef + 3 * C)
     cdef void* po = cnp.PyArray_DATA(out)
-    g.A = pcoef
-    g.B = pcoef + C
-    g.K = pcoef + 2 * C
-    g.res0 = <float*> cnp.PyArray_DATA(res0)
-    g.res1 = <float*> cnp.PyArray_DATA(res1)
+    params.A = pcoef
+    params.B = pcoef + C
+    params.K = pcoef + 2 * C
+    params.scale_backprop = params.batch_mean = <float*> cnp.PyArray_DATA(vec0)
+    params.offset_backprop = params.batch_var = <float*> cnp.PyArray_DATA(vec1)
     try:
-        g.center = g.res0 if op == FWD_TRAIN else _vector(mean, C, "mean")
+        params.center = params.batch_mean if op == FWD_TRAIN else _vector(mean, C, "mean")
         with nogil:
-            run_any(kind, &P, &g, px, pb, po, &S, max(num_threads, 1))
+            run_any(kind, &P, &params, px, pb, po, &S, max(num_threads, 1))
     finally:
         PyMem_RawFree(wd)
-    return out, res0, res1
+    return out, vec0, vec1
 
 
 def batch_norm_grad(x, dy, scale, mean, variance, *, float epsilon, bint is_training, int num_threads=1):
@@ -200,9 +163,9 @@ def reduce_totals(int mode, x, dy, center, Py_ssize_t rows_per_sample=0, int num
         raise ValueError("the gradient reduction needs y_backprop")
     cdef void* pb = _data(dy, x, "y_backprop") if dy is not None else px
     cdef Py_ssize_t outer, C, inner, nd, nchunks, nsamples = 0
-    cdef int kind = _dims(x, &outer, &C, &inner)
-    cdef Params g
-    g.center = _vector(center, C, "mean") if mode != RED_SUM else NULL
+    cdef StorageKind kind = <StorageKind> _dims(x, &outer, &C, &inner)
+    cdef Params params
+    params.center = _vector(center, C, "mean") if mode != RED_SUM else NULL
     cdef Plan P
     cdef Scratch S
     cdef double* wd
@@ -227,19 +190,19 @@ def reduce_totals(int mode, x, dy, center, Py_ssize_t rows_per_sample=0, int num
         dims[2] = C
         out = cnp.PyArray_EMPTY(3, dims, cnp.NPY_DOUBLE, 0)
     cdef float* pcoef = <float*> (wd + nd)
-    g.A = pcoef  # (zeros: the centres' tile is the only one a reduction reads)
-    g.B = pcoef + C
-    g.K = pcoef + 2 * C
+    params.A = pcoef  # (zeros: the centres' tile is the only one a reduction reads)
+    params.B = pcoef + C
+    params.K = pcoef + 2 * C
     cdef double* po = <double*> cnp.PyArray_DATA(out)
     try:
         if rows_per_sample <= 0:
             S = carve(&P, wd, pcoef + 3 * C)
             with nogil:
-                reduce_any(kind, &P, &g, <Reduce> mode, &S, px, pb, max(num_threads, 1))
+                reduce_any(kind, &P, &params, <Reduce> mode, &S, px, pb, max(num_threads, 1))
             memcpy(po, S.s, 2 * C * sizeof(double))
         else:
             with nogil:
-                samples_any(kind, &P, &g, <Reduce> mode, nsamples, wd, pcoef + 3 * C, px, pb, po,
+                samples_any(kind, &P, &params, <Reduce> mode, nsamples, wd, pcoef + 3 * C, px, pb, po,
                             max(num_threads, 1))
     finally:
         PyMem_RawFree(wd)
@@ -247,7 +210,8 @@ def reduce_totals(int mode, x, dy, center, Py_ssize_t rows_per_sample=0, int num
 
 
 def finish(int op, s0, s1, double n, float epsilon, scale, offset, variance, center):
-    """The per-channel step from float64 totals: ``(res0, res1, A, B, K)`` (see channel_done);
+    """The per-channel step from float64 totals: ``(vec0, vec1, A, B, K)`` (see channel_done: vec0, vec1
+    are scale_backprop, offset_backprop of a gradient, the batch mean and variance of FWD_TRAIN);
     op 0/1: gradient training/frozen, 2: forward training (s0: sum x, s1: sum (x - mean)**2),
     3: inference (totals unused)."""
     if op < GRAD_TRAIN or op > FWD_INFER:
@@ -256,26 +220,26 @@ def finish(int op, s0, s1, double n, float epsilon, scale, offset, variance, cen
     cdef int p, npasses = 2 if op == FWD_TRAIN else 1
     cdef const double* t0 = _totals(s0, C, "s0")
     cdef const double* t1 = _totals(s1, C, "s1")
-    cdef Params g
-    g.op = <Op> op
-    g.eps = epsilon
-    g.n = n
-    g.scale = _vector(scale, C, "scale")
-    g.offset = _vector(offset, C, "offset") if op >= FWD_TRAIN else NULL
-    g.var_in = _vector(variance, C, "variance") if op != FWD_TRAIN else NULL
+    cdef Params params
+    params.op = <Op> op
+    params.eps = epsilon
+    params.n = n
+    params.scale = _vector(scale, C, "scale")
+    params.offset = _vector(offset, C, "offset") if op >= FWD_TRAIN else NULL
+    params.var_in = _vector(variance, C, "variance") if op != FWD_TRAIN else NULL
     cdef cnp.npy_intp nvec = C
-    res0, res1, A, B, K = [cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0) for _ in range(5)]
-    g.res0 = <float*> cnp.PyArray_DATA(res0)
-    g.res1 = <float*> cnp.PyArray_DATA(res1)
-    g.A = <float*> cnp.PyArray_DATA(A)
-    g.B = <float*> cnp.PyArray_DATA(B)
-    g.K = <float*> cnp.PyArray_DATA(K)
-    g.center = g.res0 if op == FWD_TRAIN else _vector(center, C, "mean")
+    vec0, vec1, A, B, K = [cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0) for _ in range(5)]
+    params.scale_backprop = params.batch_mean = <float*> cnp.PyArray_DATA(vec0)
+    params.offset_backprop = params.batch_var = <float*> cnp.PyArray_DATA(vec1)
+    params.A = <float*> cnp.PyArray_DATA(A)
+    params.B = <float*> cnp.PyArray_DATA(B)
+    params.K = <float*> cnp.PyArray_DATA(K)
+    params.center = params.batch_mean if op == FWD_TRAIN else _vector(center, C, "mean")
     with nogil:
         for p in range(npasses):
             for c in range(C):
-                channel_done(&g, p, c, t0[c], t1[c])
-    return res0, res1, A, B, K
+                channel_done(&params, p, c, t0[c], t1[c])
+    return vec0, vec1, A, B, K
 
 
 def apply(int amode, x, dy, A, B, K, center, int num_threads=1):
@@ -287,12 +251,12 @@ def apply(int amode, x, dy, A, B, K, center, int num_threads=1):
         raise ValueError("the gradient apply needs y_backprop")
     cdef void* pb = _data(dy, x, "y_backprop") if dy is not None else px
     cdef Py_ssize_t outer, C, inner
-    cdef int kind = _dims(x, &outer, &C, &inner)
-    cdef Params g
-    g.A = <float*> _vector(A, C, "A")
-    g.B = <float*> _vector(B, C, "B")
-    g.K = <float*> _vector(K, C, "K")
-    g.center = _vector(center, C, "mean")
+    cdef StorageKind kind = <StorageKind> _dims(x, &outer, &C, &inner)
+    cdef Params params
+    params.A = <float*> _vector(A, C, "A")
+    params.B = <float*> _vector(B, C, "B")
+    params.K = <float*> _vector(K, C, "K")
+    params.center = _vector(center, C, "mean")
     cdef Plan P = make_plan(outer, C, inner, x.itemsize)
     cdef Py_ssize_t nd = scratch_doubles(&P)
     cdef double* wd = _scratch(nd, scratch_floats(&P))
@@ -301,7 +265,7 @@ def apply(int amode, x, dy, A, B, K, center, int num_threads=1):
     cdef void* po = cnp.PyArray_DATA(out)
     try:
         with nogil:
-            apply_any(kind, &P, &g, <Apply> amode, &S, px, pb, po, max(num_threads, 1))
+            apply_any(kind, &P, &params, <Apply> amode, &S, px, pb, po, max(num_threads, 1))
     finally:
         PyMem_RawFree(wd)
     return out

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_contract.h" /* FB_RED_* and FB_APPLY_*: the modes, generated from _plan.py */
+
 /* Distinct types so Cython's fused types can tell the two 16-bit formats apart. */
 typedef struct { uint16_t bits; } fb_half;
 typedef struct { uint16_t bits; } fb_bf16;
@@ -117,14 +119,15 @@ static inline void fb_store_bf16x8(fb_bf16* p, __m256 v) {
 }
 
 /* The float32 loops' operations in their order and with GCC's contractions, so the same
- * bits as the float32 loops on widened rows.  Reduce mode: 0 grad (s0 + g; fma(a - m, g,
- * s1)), 1 sum (s0 + a), 2 squares (fma(d, d, s1)).  Apply mode: 0 full (A * fma(B, a - m,
- * b + K)), 1 A * b, 2 forward (fma(B, a - m, K)). */
-static inline void fb_reduce8(int mode, __m256 x, __m256 g, __m256 m, float* s0, float* s1) {
-    if (mode == 0) {
-        _mm256_storeu_ps(s0, _mm256_add_ps(_mm256_loadu_ps(s0), g));
-        _mm256_storeu_ps(s1, _mm256_fmadd_ps(_mm256_sub_ps(x, m), g, _mm256_loadu_ps(s1)));
-    } else if (mode == 1) {
+ * bits as the float32 loops on widened rows (dy: the gradient lanes, b).  Reduce modes:
+ * FB_RED_GRAD (s0 + dy; fma(a - m, dy, s1)), FB_RED_SUM (s0 + a), FB_RED_SQ (fma(d, d, s1)).
+ * Apply modes: FB_APPLY_FULL (A * fma(B, a - m, dy + K)), FB_APPLY_B (A * dy), FB_APPLY_A
+ * (fma(B, a - m, K)). */
+static inline void fb_reduce8(int mode, __m256 x, __m256 dy, __m256 m, float* s0, float* s1) {
+    if (mode == FB_RED_GRAD) {
+        _mm256_storeu_ps(s0, _mm256_add_ps(_mm256_loadu_ps(s0), dy));
+        _mm256_storeu_ps(s1, _mm256_fmadd_ps(_mm256_sub_ps(x, m), dy, _mm256_loadu_ps(s1)));
+    } else if (mode == FB_RED_SUM) {
         _mm256_storeu_ps(s0, _mm256_add_ps(_mm256_loadu_ps(s0), x));
     } else {
         __m256 d = _mm256_sub_ps(x, m);
@@ -132,26 +135,26 @@ static inline void fb_reduce8(int mode, __m256 x, __m256 g, __m256 m, float* s0,
     }
 }
 
-static inline void fb_reduce1(int mode, float x, float g, float m, float* s0, float* s1) {
-    if (mode == 0) {
-        *s0 += g;
-        *s1 = __builtin_fmaf(x - m, g, *s1);
-    } else if (mode == 1) {
+static inline void fb_reduce1(int mode, float x, float dy, float m, float* s0, float* s1) {
+    if (mode == FB_RED_GRAD) {
+        *s0 += dy;
+        *s1 = __builtin_fmaf(x - m, dy, *s1);
+    } else if (mode == FB_RED_SUM) {
         *s0 += x;
     } else {
         *s1 = __builtin_fmaf(x - m, x - m, *s1);
     }
 }
 
-static inline __m256 fb_apply8(int mode, __m256 x, __m256 g, __m256 A, __m256 B, __m256 K, __m256 m) {
-    if (mode == 0) return _mm256_mul_ps(A, _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), _mm256_add_ps(g, K)));
-    if (mode == 1) return _mm256_mul_ps(A, g);
+static inline __m256 fb_apply8(int mode, __m256 x, __m256 dy, __m256 A, __m256 B, __m256 K, __m256 m) {
+    if (mode == FB_APPLY_FULL) return _mm256_mul_ps(A, _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), _mm256_add_ps(dy, K)));
+    if (mode == FB_APPLY_B) return _mm256_mul_ps(A, dy);
     return _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), K);
 }
 
-static inline float fb_apply1(int mode, float x, float g, float A, float B, float K, float m) {
-    if (mode == 0) return A * __builtin_fmaf(B, x - m, g + K);
-    if (mode == 1) return A * g;
+static inline float fb_apply1(int mode, float x, float dy, float A, float B, float K, float m) {
+    if (mode == FB_APPLY_FULL) return A * __builtin_fmaf(B, x - m, dy + K);
+    if (mode == FB_APPLY_B) return A * dy;
     return __builtin_fmaf(B, x - m, K);
 }
 
@@ -161,13 +164,13 @@ static inline float fb_apply1(int mode, float x, float g, float A, float B, floa
 #define FB_APPLY_LOOP(LOAD8, STORE8, LOAD1, STORE1, COEF8, COEF1)                                       \
     ptrdiff_t i = 0;                                                                                   \
     for (; i + 8 <= n; i += 8) {                                                                       \
-        __m256 x = mode == 1 ? _mm256_setzero_ps() : LOAD8(a + i);                                     \
-        __m256 g = mode == 2 ? _mm256_setzero_ps() : LOAD8(b + i);                                     \
-        STORE8(out + i, fb_apply8(mode, x, g, COEF8(A, i), COEF8(B, i), COEF8(K, i), COEF8(m, i)));     \
+        __m256 x = mode == FB_APPLY_B ? _mm256_setzero_ps() : LOAD8(a + i);                            \
+        __m256 dy = mode == FB_APPLY_A ? _mm256_setzero_ps() : LOAD8(b + i);                           \
+        STORE8(out + i, fb_apply8(mode, x, dy, COEF8(A, i), COEF8(B, i), COEF8(K, i), COEF8(m, i)));    \
     }                                                                                                  \
     for (; i < n; i++) {                                                                               \
-        float x = mode == 1 ? 0.0f : LOAD1(a[i]), g = mode == 2 ? 0.0f : LOAD1(b[i]);                  \
-        out[i] = STORE1(fb_apply1(mode, x, g, COEF1(A, i), COEF1(B, i), COEF1(K, i), COEF1(m, i)));     \
+        float x = mode == FB_APPLY_B ? 0.0f : LOAD1(a[i]), dy = mode == FB_APPLY_A ? 0.0f : LOAD1(b[i]); \
+        out[i] = STORE1(fb_apply1(mode, x, dy, COEF1(A, i), COEF1(B, i), COEF1(K, i), COEF1(m, i)));    \
     }
 #define FB_LANE8(v, i) _mm256_loadu_ps((v) + (i))
 #define FB_LANE1(v, i) (v)[i]
@@ -179,14 +182,15 @@ static inline float fb_apply1(int mode, float x, float g, float A, float B, floa
         ptrdiff_t i = 0; /* (each mode loads only what it uses: dy and the centre tile) */            \
         for (; i + 8 <= n; i += 8) {                                                                   \
             __m256 x = LOAD8(a + i);                                                                   \
-            if (mode == 0) fb_reduce8(0, x, LOAD8(b + i), _mm256_loadu_ps(m + i), s0 + i, s1 + i);     \
-            else if (mode == 1) fb_reduce8(1, x, x, x, s0 + i, s1 + i);                                \
-            else fb_reduce8(2, x, x, _mm256_loadu_ps(m + i), s0 + i, s1 + i);                          \
+            if (mode == FB_RED_GRAD)                                                                   \
+                fb_reduce8(FB_RED_GRAD, x, LOAD8(b + i), _mm256_loadu_ps(m + i), s0 + i, s1 + i);      \
+            else if (mode == FB_RED_SUM) fb_reduce8(FB_RED_SUM, x, x, x, s0 + i, s1 + i);              \
+            else fb_reduce8(FB_RED_SQ, x, x, _mm256_loadu_ps(m + i), s0 + i, s1 + i);                  \
         }                                                                                              \
         for (; i < n; i++) {                                                                           \
             float x = LOAD1(a[i]);                                                                     \
-            if (mode == 0) fb_reduce1(0, x, LOAD1(b[i]), m[i], s0 + i, s1 + i);                        \
-            else fb_reduce1(mode, x, x, mode == 1 ? 0.0f : m[i], s0 + i, s1 + i);                      \
+            if (mode == FB_RED_GRAD) fb_reduce1(FB_RED_GRAD, x, LOAD1(b[i]), m[i], s0 + i, s1 + i);    \
+            else fb_reduce1(mode, x, x, mode == FB_RED_SUM ? 0.0f : m[i], s0 + i, s1 + i);             \
         }                                                                                              \
     }                                                                                                  \
     static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n,    \

@@ -1,4 +1,6 @@
-# The innermost loops and the work items of the kernels (included by _batch_norm_impl.pxi).
+# The innermost loops and the work items of the kernels (included by _batch_norm_impl.pxi,
+# whose head maps the call chain).  Throughout: a is x, b is dy (x again where the op has
+# no dy), m the centre tile, W the row width in lanes, P the call's Plan.
 
 from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_row, fb_apply_bf16_run, fb_apply_half_row, fb_apply_half_run,
                   fb_reduce_bf16_row, fb_reduce_half_row, fb_stream_copy, fb_stream_fence)
@@ -13,7 +15,7 @@ from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_row, fb_apply_bf16_
 cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b, Py_ssize_t nrows,
                              Py_ssize_t W, const float* m, float* s0, float* s1) noexcept nogil:
     cdef Py_ssize_t r, j
-    cdef float d, g
+    cdef float d, dy
     if storage_t is fb_half:
         if FB_HALF_ROWS:  # x86-64-v3: rows converted 8 lanes at a time, in registers (see _fp.h)
             for r in range(nrows):
@@ -31,9 +33,9 @@ cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b
     for r in range(nrows):
         if mode == RED_GRAD:
             for j in range(W):
-                g = load(b, j)
-                s0[j] += g
-                s1[j] += (load(a, j) - m[j]) * g
+                dy = load(b, j)
+                s0[j] += dy
+                s1[j] += (load(a, j) - m[j]) * dy
         elif mode == RED_SUM:
             for j in range(W):
                 s0[j] += load(a, j)
@@ -252,7 +254,7 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
         sums[P.block + c] = t1
 
 
-cdef void apply_plane_item(const Plan* P, const Params* g, Apply mode, Py_ssize_t item,
+cdef void apply_plane_item(const Plan* P, const Params* params, Apply mode, Py_ssize_t item,
                            const storage_t* a, const storage_t* b, storage_t* out, bint stream) noexcept nogil:
     cdef float tiles[4 * MAX_W]
     cdef Py_ssize_t j, c, n, base, c0, nch, n0, n1, span, W = P.width
@@ -262,19 +264,19 @@ cdef void apply_plane_item(const Plan* P, const Params* g, Apply mode, Py_ssize_
         for n in range(n0, n1):
             base = (n * P.C + c0) * P.inner
             if stream:
-                apply_run_streamed(mode, a + base, b + base, out + base, P.inner, g.A[c0], g.B[c0], g.K[c0],
-                                   g.center[c0])
+                apply_run_streamed(mode, a + base, b + base, out + base, P.inner, params.A[c0], params.B[c0], params.K[c0],
+                                   params.center[c0])
             else:
-                apply_run(mode, a + base, b + base, out + base, P.inner, g.A[c0], g.B[c0], g.K[c0], g.center[c0])
+                apply_run(mode, a + base, b + base, out + base, P.inner, params.A[c0], params.B[c0], params.K[c0], params.center[c0])
         if stream:
             fb_stream_fence()
         return
     for c in range(c0, c0 + nch):
         for j in range((c - c0) * P.run, (c - c0 + 1) * P.run):
-            tiles[j] = g.A[c]
-            tiles[W + j] = g.B[c]
-            tiles[2 * W + j] = g.K[c]
-            tiles[3 * W + j] = g.center[c]
+            tiles[j] = params.A[c]
+            tiles[W + j] = params.B[c]
+            tiles[2 * W + j] = params.K[c]
+            tiles[3 * W + j] = params.center[c]
     for n in range(n0, n1):  # (never streamed: see streams() in _batch_norm_impl.pxi)
         base = (n * P.C + c0) * P.inner
         apply_rows(mode, a + base, b + base, out + base, 1, span, tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)

@@ -1,18 +1,46 @@
-# The work plan of the Cython kernels: the C twin of fbnops/kernels/_plan.py:plan(), which
-# is the one definition (tests/test_kernels.py checks the two agree over random shapes).
-# The constants come from _plan_constants.pxi, generated from _plan.py.
+# GENERATED from fbnops/kernels/_plan.py by `python -m fbnops.kernels._plan`: do not edit.
 
-include "_plan_constants.pxi"
+cdef enum:
+    LANES = 512
+    MAX_W = 1024
+    BLOCK_ROWS = 128
+    ROW_ITEM_ELEMS = 32768
+    MAX_ROW_ITEMS = 64
+    PLANE_ITEM_BYTES = 4194304
+    MIN_ITEMS = 16
+    STREAM_MIN_BYTES = 8388608
+
+
+cdef enum Op:
+    GRAD_TRAIN = 0
+    GRAD_FROZEN = 1
+    FWD_TRAIN = 2
+    FWD_INFER = 3
+
+
+cdef enum Reduce:
+    RED_GRAD = 0
+    RED_SUM = 1
+    RED_SQ = 2
+
+
+cdef enum Apply:
+    APPLY_FULL = 0
+    APPLY_B = 1
+    APPLY_A = 2
+
 
 cdef struct Plan:
     bint channels_last
-    Py_ssize_t outer, C, inner
-    Py_ssize_t width        # lanes per row
-    Py_ssize_t fold         # channels-last: input rows per folded row
-    Py_ssize_t rows         # channels-last: folded rows in total
+    Py_ssize_t outer
+    Py_ssize_t C
+    Py_ssize_t inner
+    Py_ssize_t width  # lanes per row
+    Py_ssize_t fold  # channels-last: input rows per folded row
+    Py_ssize_t rows  # channels-last: folded rows in total
     Py_ssize_t nitems
-    Py_ssize_t block        # channels-first: channels per item (planes side by side in one row)
-    Py_ssize_t run          # channels-first: lanes per channel in a row (lane j is channel j // run)
+    Py_ssize_t block  # channels-first: channels per item (planes side by side in one row)
+    Py_ssize_t run  # channels-first: lanes per channel in a row (lane j is channel j // run)
     Py_ssize_t per_channel  # channels-first: items per channel block (batch ranges)
 
 
@@ -22,40 +50,34 @@ cdef inline Py_ssize_t _gcd(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
     return a
 
 
-cdef inline Plan make_plan(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize) noexcept nogil:
-    cdef Plan P
-    cdef Py_ssize_t k, nblocks
-    P.outer = outer
-    P.C = C
-    P.inner = inner
-    P.channels_last = inner == 1
-    if P.channels_last:
-        P.fold = 1
+cdef inline Py_ssize_t _ceil_div(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    return (a + b - 1) // b
+
+
+cdef inline Plan _partition(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize) noexcept nogil:
+    cdef Py_ssize_t fold, rows, nitems, block, run, width, nblocks, per_channel
+    if inner == 1:
+        fold = 1
         if C < LANES:  # fold rows until the row is a multiple of 16 lanes and >= LANES
-            P.fold = 16 // _gcd(C, 16)
-            while P.fold * C < LANES and P.fold < outer:
-                P.fold *= 2
-        P.width = C * P.fold
-        P.rows = (outer + P.fold - 1) // P.fold
-        k = (outer * C + ROW_ITEM_ELEMS - 1) // ROW_ITEM_ELEMS
-        P.nitems = max(1, min(k, MAX_ROW_ITEMS, P.rows))
-        P.block = 0
-        P.run = 0
-        P.per_channel = 0
-    else:
-        P.fold = 1
-        P.rows = 0
-        if inner < LANES:  # small planes: a row is `block` whole planes (contiguous in memory)
-            P.block = min(C, (LANES + inner - 1) // inner)
-            P.run = inner
-            P.width = P.block * inner
-        else:  # large planes: rows of LANES lanes, all of one channel
-            P.block = 1
-            P.run = LANES
-            P.width = LANES
-        nblocks = (C + P.block - 1) // P.block
-        k = (outer * P.block * inner * 2 * itemsize + PLANE_ITEM_BYTES - 1) // PLANE_ITEM_BYTES
-        k = max(k, (MIN_ITEMS + nblocks - 1) // nblocks)
-        P.per_channel = max(1, min(k, outer))
-        P.nitems = nblocks * P.per_channel
-    return P
+            fold = 16 // _gcd(C, 16)
+            while fold * C < LANES and fold < outer:
+                fold *= 2
+        rows = _ceil_div(outer, fold)
+        nitems = max(1, min(_ceil_div(outer * C, ROW_ITEM_ELEMS), MAX_ROW_ITEMS, rows))
+        return Plan(True, outer, C, inner, C * fold, fold, rows, nitems, 0, 0, 0)
+    if inner < LANES:  # small planes: a row is `block` whole planes (contiguous in memory)
+        block = min(C, _ceil_div(LANES, inner))
+        run = inner
+        width = block * inner
+    else:  # large planes: rows of LANES lanes, all of one channel
+        block = 1
+        run = LANES
+        width = LANES
+    nblocks = _ceil_div(C, block)
+    per_channel = max(_ceil_div(outer * block * inner * 2 * itemsize, PLANE_ITEM_BYTES), _ceil_div(MIN_ITEMS, nblocks))
+    per_channel = max(1, min(per_channel, outer))
+    return Plan(False, outer, C, inner, width, 1, 0, nblocks * per_channel, block, run, per_channel)
+
+
+cdef inline Plan make_plan(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize) noexcept nogil:
+    return _partition(outer, C, inner, itemsize)

@@ -5,7 +5,10 @@
 * ``stream_add``: out = a + b, the memory-bandwidth yardstick of the benchmarks;
 * ``round_to_half`` / ``round_to_bfloat16`` / ``widen``: the kernels' 16-bit conversions
   (``_fp.h``), exposed so the tests can check them exhaustively against NumPy/ml_dtypes;
-* ``plan``: the C work plan (``_plan.pxd``), tested equal to ``fbnops.kernels._plan.plan``.
+* ``plan``: the C work plan (``_plan.pxd``, generated from ``fbnops.kernels._plan``), tested
+  equal to ``fbnops.kernels._plan.plan``;
+* ``set_stream_min_bytes``: the output size from which a kernel module streams its stores
+  (tests force streaming on small outputs to check that the bits do not change).
 """
 
 import ml_dtypes
@@ -14,6 +17,7 @@ import numpy as np
 from fbnops.kernels._plan import check_plan_args
 
 cimport numpy as cnp
+from cpython.pycapsule cimport PyCapsule_GetPointer
 from cython.parallel cimport prange
 
 from ._fp cimport fb_bf16, fb_f32_to_bf16, fb_f32_to_half, fb_half, load
@@ -27,6 +31,16 @@ def plan(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize=4
     check_plan_args(outer, C, inner, itemsize)  # make_plan divides by these
     cdef Plan P = make_plan(outer, C, inner, itemsize)
     return dict(P)
+
+
+def set_stream_min_bytes(kernels, Py_ssize_t nbytes):
+    """Outputs of at least ``nbytes`` are written by the kernel module ``kernels`` (batch_norm or
+    batch_norm_avx2) with non-temporal stores; returns the old threshold."""
+    cdef Py_ssize_t* threshold = <Py_ssize_t*> PyCapsule_GetPointer(kernels.STREAM_MIN_BYTES_ADDRESS,
+                                                                    b"fbnops.stream_min_bytes")
+    old = threshold[0]
+    threshold[0] = nbytes
+    return old
 
 
 def round_to_half(const float[::1] v):

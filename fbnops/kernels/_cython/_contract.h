@@ -1,0 +1,12 @@
+/* GENERATED from fbnops/kernels/_plan.py by `python -m fbnops.kernels._plan`: do not edit. */
+#ifndef FBNOPS_CONTRACT_H
+#define FBNOPS_CONTRACT_H
+
+#define FB_RED_GRAD 0
+#define FB_RED_SUM 1
+#define FB_RED_SQ 2
+#define FB_APPLY_FULL 0
+#define FB_APPLY_B 1
+#define FB_APPLY_A 2
+
+#endif

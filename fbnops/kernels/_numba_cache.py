@@ -1,0 +1,54 @@
+"""Numba's disk cache for the kernels, keyed on the hash of every source the kernels compile in.
+
+Numba keys a cached function on the text of its own file only. The loops in
+``_numba_loops.py`` inline functions from ``_numba_fp.py`` and ``_numba_channels.py`` and read
+constants from ``_plan.py``, so a change there would leave stale machine code in the cache
+(it happened: float16 conversions changed and cached kernels kept the old ones). The locator
+here stamps each cached kernel with the SHA-256 of all those files together, so any change
+to any of them recompiles, with nothing to bump by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numba
+from numba.core import caching
+
+_HERE = Path(__file__).resolve().parent
+SOURCES = ("_numba_loops.py", "_numba_channels.py", "_numba_fp.py", "_numba_cache.py", "_plan.py")
+SOURCES_HASH = hashlib.sha256(b"".join((_HERE / name).read_bytes() for name in SOURCES)).digest()
+
+
+class _KernelSources:
+    """Mixin: a kernel module's functions are as fresh as the kernel sources taken together."""
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        path = Path(py_file).resolve()
+        if path.name not in SOURCES or path.parent != _HERE:
+            return None  # any other function: Numba's own locators
+        return super().from_function(py_func, py_file)
+
+    def get_source_stamp(self):
+        return SOURCES_HASH
+
+
+def _register() -> None:
+    """Put a kernel-sources twin before each of Numba's file-backed locators (once per process).
+    This reaches into numba.core.caching's locator list, which Numba keeps private (checked
+    with Numba 0.68)."""
+    locators = caching.CacheImpl._locator_classes
+    if any(issubclass(c, _KernelSources) for c in locators):
+        return
+    for base in list(locators):  # each of Numba's locators gets its twin, tried just before it
+        if issubclass(base, caching._SourceFileBackedLocatorMixin):
+            twin = type(f"KernelSources{base.__name__}", (_KernelSources, base), {})
+            locators.insert(locators.index(base), twin)
+
+
+def cached_njit(**options):
+    """``numba.njit(cache=True, **options)`` with the kernel-sources stamp."""
+    _register()
+    return numba.njit(cache=True, **options)
