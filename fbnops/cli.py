@@ -28,11 +28,11 @@ from pathlib import Path
 import numpy as np
 
 import fbnops
-from fbnops.framework import dtypes
+from fbnops.framework import dtypes, registry
 from fbnops.framework.layouts import DATA_FORMATS, format_rank
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
-BACKENDS = ("cython", "numba", "reference")
+BACKENDS = registry.known_backends()
 FORMATS = DATA_FORMATS
 DTYPES = ("float32", "float16", "bfloat16")
 
@@ -174,7 +174,8 @@ def cmd_export(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from fbnops.tools.bench.__main__ import BenchUsageError, run
+    from fbnops.tools.bench.__main__ import run
+    from fbnops.tools.bench.arguments import BenchUsageError
 
     try:
         return run(args, threads=args.threads)
@@ -263,8 +264,6 @@ def cmd_exercise(args) -> int:
 
 
 def cmd_info(args) -> int:
-    from fbnops.framework.registry import _BACKEND_MODULES, _LOAD_ERRORS
-
     try:
         from fbnops.kernels import cython_backend
 
@@ -272,9 +271,7 @@ def cmd_info(args) -> int:
         simd = cython_backend.SIMD_VARIANT
     except ImportError:
         openmp, simd = "n/a (Cython kernels not built)", "n/a"
-    available = fbnops.available_backends()
-    backends = {name: "available" if name in available else f"missing ({_LOAD_ERRORS.get(name, '?')})"
-                for name in _BACKEND_MODULES}  # fmt: skip
+    backends = registry.backend_states()
     if args.json:
         _print_json({"version": fbnops.__version__, "python": platform.python_version(), "numpy": np.__version__,
                      "backends": backends, "default_backend": fbnops.get_backend(), "openmp": openmp,
@@ -314,7 +311,7 @@ def _at_most(limit: int, unit: str):
     """An argparse type: a positive integer up to ``limit`` (a huge count is a run without end, not a request)."""
 
     def parse(text: str) -> int:
-        from fbnops.tools.bench.__main__ import positive_int
+        from fbnops.tools.bench.arguments import positive_int
 
         n = positive_int(text)
         if n > limit:
@@ -325,7 +322,7 @@ def _at_most(limit: int, unit: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from fbnops.tools.bench.__main__ import add_arguments as bench_arguments
+    from fbnops.tools.bench.arguments import add_arguments as bench_arguments
 
     p = _Parser(prog="fbnops", description="The batch-norm gradient operator, seen through five APIs.")
     p.add_argument("--version", action="version", version=f"fbnops {fbnops.__version__}")

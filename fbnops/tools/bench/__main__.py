@@ -28,69 +28,11 @@ from .._arrays import ArrayFileError, check_writable
 from .._progress import progress
 from . import machine_load, report
 from .accuracy import accuracy
-from .cases import ALL_LAYOUTS, DTYPES, LAYOUTS, OPS, SHAPES, Case, make_cases, parse_shapes
+from .arguments import DEFAULT_ROUNDS, BenchUsageError, add_arguments
+from .cases import Case, make_cases
 from .machine_load import LoadMonitor
 from .peers import PEERS, fbnops_call, has_module
 from .timing import floor_calls, interleaved, paired_ratio, stream_add, tiny_call_costs
-
-DEFAULT_ROUNDS = 9
-
-
-class BenchUsageError(ValueError):
-    """A bad benchmark argument, found before anything is timed."""
-
-
-def _list(allowed):
-    def parse(text: str) -> list[str]:
-        items = [s for s in text.split(",") if s]
-        bad = [s for s in items if s not in allowed]
-        if bad or not items:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(allowed)}; got {text!r}")
-        return items
-
-    return parse
-
-
-def _shapes(text: str):
-    try:
-        return parse_shapes(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return int(text)
-
-
-MAX_ROUNDS = 1000  # each round times every case and peer: more is a run without end, not a better median
-
-
-def _rounds(text: str) -> int:
-    n = positive_int(text)
-    if n > MAX_ROUNDS:
-        raise argparse.ArgumentTypeError(f"at most {MAX_ROUNDS} rounds, got {text[:20]!r}")
-    return n
-
-
-def add_arguments(p: argparse.ArgumentParser, threads: bool = True) -> None:
-    p.add_argument(
-        "--peers", default="auto", help=f"comma-separated, of {', '.join(PEERS)} (default: the installed ones)"
-    )
-    rounds = p.add_mutually_exclusive_group()
-    rounds.add_argument("--rounds", type=_rounds, help=f"interleaved rounds per case (default {DEFAULT_ROUNDS})")
-    rounds.add_argument("--quick", action="store_true", help="3 rounds, float32 gradient only, no accuracy test")
-    p.add_argument("--ops", type=_list(OPS), default=list(OPS), help="grad,forward")
-    p.add_argument("--dtypes", type=_list(DTYPES), default=["float32", "bfloat16"], help="float32,bfloat16,float16")
-    p.add_argument("--layouts", type=_list(ALL_LAYOUTS), default=list(LAYOUTS), help="NHWC,NCHW (also NDHWC,NCDHW)")
-    p.add_argument("--shapes", type=_shapes, default=SHAPES, metavar="N,H,W,C;...", help="default: 5 ResNet shapes")
-    if threads:
-        p.add_argument("--threads", type=positive_int, help="kernel threads of every peer (default: fbnops' default)")
-    p.add_argument("--json", metavar="FILE", help="write the results (and the machine) as JSON")
-    p.add_argument("--plot", metavar="FILE.png", help="plot the times against the streaming floor (needs matplotlib)")
-    p.add_argument("--compare", metavar="OLD.json", help="compare with an earlier --json file; exit 1 on a regression")
-    p.add_argument("--threshold", type=float, default=10.0, metavar="PCT", help="slowdown that counts (default 10)")
 
 
 def _peers(text: str) -> list[str]:
