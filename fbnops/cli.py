@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -46,17 +45,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"fbnops: error: {message} (see '{self.prog} --help')\n")
 
 
-def _summary(name: str, a: np.ndarray) -> str:
-    a = np.asarray(a)
-    head = f"  {name:20s} {str(list(a.shape)):14s} {dtypes.tf_name(a.dtype):8s}"
-    if a.size == 0:
-        return head + " (empty)"
-    if a.ndim <= 1:
-        return head + " " + np.array2string(np.asarray(a, np.float32).reshape(-1), precision=5)
-    f = a.astype(np.float64)
-    return head + f" mean {f.mean():+.5f}  std {f.std():.5f}  min {f.min():+.4f}  max {f.max():+.4f}"
-
-
 def _print_json(doc) -> None:
     json.dump(doc, sys.stdout, indent=1)
     print()
@@ -66,50 +54,9 @@ def cmd_demo(args) -> int:
     """FusedBatchNormV3 and its gradient built with the graph builders, run, and checked."""
     if args.ranks is not None:
         return _distributed_demo(args.ranks)
-    from fbnops.testing.gradcheck import gradient_error
+    from fbnops.tools import demo
 
-    t0 = time.perf_counter()
-    rng = np.random.default_rng(0)
-    shape = (4, 5, 5, 3)  # NHWC: a small batch with a visible per-channel offset and spread
-    x = (rng.standard_normal(shape) * [1.0, 2.0, 0.5] + [0.0, 3.0, -1.0]).astype(np.float32)
-    w = rng.standard_normal(shape).astype(np.float32)  # the upstream gradient dL/dy
-    scale = np.array([1.0, 0.5, 2.0], np.float32)
-    offset = np.array([0.0, 0.1, -0.2], np.float32)
-
-    scope = fbnops.Scope(fbnops.Graph())
-    if args.backend:
-        scope = scope.with_kernel_label(args.backend)
-    xp = scope.placeholder(np.float32, shape, name="x")
-    empty = scope.constant(np.zeros(0, np.float32), name="empty")
-    bn = scope.with_op_name("bn").add_op(
-        "FusedBatchNormV3",
-        [xp, scope.constant(scale, name="scale"), scope.constant(offset, name="offset"), empty, empty],
-        {"epsilon": 1e-3},
-    )
-    params = [bn.inputs[1], bn.inputs[2]]
-    dx, _, _ = fbnops.gradients(bn.outputs[0], [xp, *params], grad_ys=[scope.constant(w, name="dy")])
-    grad_op = dx.op
-    values = fbnops.Session(scope.graph).run([*bn.outputs, *grad_op.outputs], {xp: x})
-
-    backend = args.backend or fbnops.get_backend()
-    print(f"fbnops {fbnops.__version__} demo   backend: {backend}   threads: {fbnops.get_num_threads()}")
-    print(f"graph: {len(scope.graph)} ops, e.g. {bn.name} ({bn.type}) -> {grad_op.name} ({grad_op.type})")
-    print(f"FusedBatchNormV3  x {list(shape)} float NHWC, is_training=True, epsilon=0.001")
-    fwd_names = "y batch_mean batch_variance reserve_space_1 reserve_space_2 reserve_space_3".split()
-    for out, v in zip(bn.outputs, values[:6], strict=True):
-        print(_summary(f"{bn.name}.{fwd_names[out.index]}", v))
-    print("FusedBatchNormGradV3  (added by fbnops.gradients; fed the forward's reserve spaces)")
-    names = "x_backprop scale_backprop offset_backprop reserve_space_4 reserve_space_5".split()
-    for name, v in zip(names, values[6:], strict=True):
-        print(_summary(name, v))
-    worst = gradient_error(x, w, scale, offset, None, None, 1e-3, "NHWC", True, values[6:9], 8, rng)
-    ok = worst < 1e-3
-    print(
-        f"finite-difference check of d(sum(y*dy)) / d(x, scale, offset): max rel err {worst:.1e}  "
-        f"{'OK' if ok else 'FAILED'}"
-    )
-    print(f"done in {time.perf_counter() - t0:.2f} s")
-    return EXIT_OK if ok else EXIT_CHECK_FAILED
+    return EXIT_OK if demo.run(args.backend) else EXIT_CHECK_FAILED
 
 
 def _distributed_demo(ranks: int) -> int:
@@ -122,6 +69,7 @@ def _distributed_demo(ranks: int) -> int:
 
 def cmd_run(args) -> int:
     from fbnops.tools import runfile
+    from fbnops.tools.demo import summary
 
     path = Path(args.file)
     out = Path(args.output) if args.output else path.with_suffix(".out.npz")
@@ -137,7 +85,7 @@ def cmd_run(args) -> int:
                                                      for k, v in results.items()}})  # fmt: skip
         return EXIT_OK
     for name, v in results.items():
-        print(_summary(name, v))
+        print(summary(name, v))
     widened = [k for k, v in results.items() if v.dtype == dtypes.bfloat16]
     print(f"saved {len(results)} arrays to {out}")
     if widened:
