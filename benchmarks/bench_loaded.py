@@ -1,0 +1,91 @@
+"""fbnops on a busy machine: its default thread count against its own 1-thread time and PyTorch.
+
+Another process keeps one core busy for the whole run (a Python busy loop), as a browser or a
+second user does on a laptop or a shared server. For each benchmark case, in interleaved
+rounds (``fbnops.tools.bench.timing.interleaved``), it times:
+
+* fbnops at its default thread count (all cores, of which the kernels take the idle ones);
+* fbnops on one thread (``set_num_threads(1)``);
+* PyTorch at its default thread count, under the same load.
+
+and prints the medians of the per-round ratios: default/1-thread (goal <= 1.3) and
+fbnops/torch (goal <= 1.0).
+
+    python benchmarks/bench_loaded.py [--rounds 9] [--ops grad,forward] [--no-hog]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import fbnops
+from fbnops.framework import load, threads
+from fbnops.tools.bench.cases import LAYOUTS, SHAPES, make_cases
+from fbnops.tools.bench.peers import fbnops_call, has_module, torch_call
+from fbnops.tools.bench.timing import interleaved, paired_ratio
+
+
+def with_threads(fn, n: int | None):
+    """``fn`` run at ``n`` threads, or at the default (adaptive) count when ``n`` is None."""
+
+    def call():
+        if n is None:
+            threads._num_threads[0] = None  # back to the default: the cores, adaptive to load
+        else:
+            fbnops.set_num_threads(n)
+        return fn()
+
+    return call
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--ops", default="grad,forward")
+    p.add_argument("--no-hog", action="store_true", help="measure without the busy process (a quiet baseline)")
+    args = p.parse_args()
+    hog = None if args.no_hog else subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(2 * load.WINDOW)
+        load.busy_elsewhere()
+        time.sleep(2 * load.WINDOW)
+        print(f"# {os.cpu_count()} cores; busy process: {'no' if hog is None else 'yes'}; "
+              f"cores busy elsewhere now: {load.busy_elsewhere():.2f}; load average {os.getloadavg()}")  # fmt: skip
+        print(f"# {args.rounds} interleaved rounds; ratios are medians of per-round ratios (+-half IQR)")
+        print(f"{'case':34s} {'default ms':>10s} {'1-thread ms':>11s} {'default/1t':>11s} {'torch ms':>9s} "
+              f"{'fbnops/torch':>13s}")  # fmt: skip
+        worst_self, worst_torch = 0.0, 0.0
+        for case in make_cases(args.ops.split(","), ["float32"], SHAPES, LAYOUTS):
+            case.make()
+            ours = fbnops_call(case)
+            calls = {"default": with_threads(ours, None), "one": with_threads(ours, 1)}
+            if has_module("torch"):
+                fn = torch_call(case)
+                if fn is not None:
+                    calls["torch"] = fn
+            s = interleaved(calls, args.rounds)
+            r_self, sp_self = paired_ratio(s["default"], s["one"])
+            worst_self = max(worst_self, r_self)
+            line = (f"{case.label:34s} {s['default'].median * 1e3:10.3f} {s['one'].median * 1e3:11.3f} "
+                    f"{r_self:6.2f}±{sp_self:.2f}")  # fmt: skip
+            if "torch" in s:
+                r_t, sp_t = paired_ratio(s["default"], s["torch"])
+                worst_torch = max(worst_torch, r_t)
+                line += f" {s['torch'].median * 1e3:9.3f} {r_t:8.2f}±{sp_t:.2f}"
+            print(line, flush=True)
+            case.data.clear()
+        print(f"# worst default/1-thread {worst_self:.2f} (goal <= 1.3)")
+        print(f"# worst fbnops/torch {worst_torch:.2f} (goal <= 1.0)")
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
