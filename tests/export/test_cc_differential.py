@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cc_differential_cases import CASES, Case, harness_source
-from export_helpers import EXIT_MISSING
+from export_helpers import skip_if_missing
 
 from bindings_mirror import cc
 from fbnops.testing import extras
@@ -93,8 +93,7 @@ def real(tmp_path_factory) -> dict:
     (directory / "outputs").mkdir()
     env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     done = subprocess.run(["bash", str(directory / "run.sh")], capture_output=True, text=True, timeout=1200, env=env)
-    if done.returncode == EXIT_MISSING:
-        pytest.skip(f"{extras.reason('export')}: {done.stderr.strip()}")
+    skip_if_missing(done)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     reports = {}

@@ -27,9 +27,8 @@ import numpy as np
 import pytest
 
 import bindings_mirror.java as J
-from fbnops.testing import extras
 from fbnops.tools.export import export, output_file
-from fbnops.tools.export.tf_java import JARS, MAIN_CLASS, classpath
+from fbnops.tools.export.tf_java import MAIN_CLASS, classpath
 
 HERE = Path(__file__).parent / "java_harness"
 RECORDED = HERE / "tf_java_1.1.0.jsonl"
@@ -350,13 +349,13 @@ def test_fidelity_page_table_is_current(request):
         assert f"`{name}`" in head + tail, name
 
 
-@pytest.mark.skipif(shutil.which("javac") is None, reason=extras.reason("export"))
+@pytest.mark.skipif(shutil.which("javac") is None, reason="no JDK (javac): apt-get install openjdk-17-jdk-headless")
 def test_recording_is_what_real_tf_java_does_now(tmp_path):
     """One JVM: the harness's cases (their output is the recording; values within 2e-5), then the
     tf-java export of the mirror's own ``Program``, whose outputs must be the mirror's values."""
     jars = classpath()
     if jars is None:
-        pytest.skip(f"{extras.reason('export')}: tf-java 1.1.0 is not in ~/.m2 ({JARS[0]})")
+        pytest.skip("tf-java 1.1.0 is not in ~/.m2 (mvn dependency:get, as .ci/run does)")
     p = Program()
     fetches = [p.bn.y(), p.bn.batchMean(), p.grad.xBackprop(), p.grad.scaleBackprop(), p.grad.offsetBackprop()]
     with x_tensor() as x, dy_tensor() as dy:

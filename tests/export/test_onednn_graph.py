@@ -16,12 +16,20 @@ import time
 
 import numpy as np
 import pytest
-from export_helpers import EPSILON, assert_close, batch, float_tolerance, inputs, prototypes, run_export
+from export_helpers import (
+    EPSILON,
+    assert_close,
+    batch,
+    float_tolerance,
+    inputs,
+    prototypes,
+    run_export,
+    skip_if_missing,
+)
 
 from fbnops.framework.errors import UnimplementedError
 from fbnops.framework.graph import Graph
 from fbnops.framework.scope import Scope
-from fbnops.testing import extras
 from fbnops.tools.export import build_plan, export, write_plan
 
 TARGET = "onednn-graph"
@@ -65,8 +73,7 @@ def test_16_bit_prototypes_where_the_cpu_has_kernels(tmp_path, capsys):
               if expressible(p) and p.data_format in ("NHWC", "NCHW")]  # fmt: skip
     plan, directory = _export(protos, tmp_path / "b16")
     done = subprocess.run(["bash", str(directory / "run.sh")], capture_output=True, text=True, timeout=1200)
-    if done.returncode == 3:
-        pytest.skip(f"{extras.reason('export')}: {done.stdout.strip()}")
+    skip_if_missing(done)
     if done.returncode == EXIT_UNSUPPORTED:
         with capsys.disabled():
             print(f"\n{TARGET} bfloat16/float16: {done.stderr.strip()}")

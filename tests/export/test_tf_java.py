@@ -23,16 +23,16 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from export_helpers import assert_close, batch, float_tolerance, prototypes, run_export
+from export_helpers import assert_close, batch, float_tolerance, prototypes, run_export, skip_if_missing
 
 from fbnops.errors import UnimplementedError
 from fbnops.framework.graph import Graph
 from fbnops.framework.scope import Scope
-from fbnops.testing import extras
 from fbnops.tools.export import build_plan, export
 from fbnops.tools.export.tf_java import MAIN_CLASS, float_literal, render
 
-pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason=extras.reason("export"))
+NO_JDK = "no JDK (javac): apt-get install openjdk-17-jdk-headless"
+pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason=NO_JDK)
 
 
 @pytest.fixture(scope="module")
@@ -138,8 +138,7 @@ def test_the_real_librarys_exception_is_printed_and_the_exit_status_is_1(tmp_pat
     assert "setRemapping(RewriterConfig.Toggle.OFF)" in source and "new Session(graph, config)" in source
     np.save(out / "inputs" / "x.npy", np.ones((2, 1, 1, 4), np.float32))
     done = subprocess.run(["bash", str(out / "run.sh")], capture_output=True, text=True, timeout=900)
-    if done.returncode == 3:
-        pytest.skip(f"{extras.reason('export')}: {done.stdout.strip()}")
+    skip_if_missing(done)
     assert done.returncode == 1, done.stdout + done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("org.tensorflow.exceptions.")]
     assert errors == [

@@ -17,3 +17,11 @@ def c_string(text: str) -> str:
 def comment(text: str) -> str:
     """``text`` safe inside a ``//`` comment: one line, control characters escaped."""
     return text.encode("unicode_escape").decode("ascii")
+
+
+def renamed_comment(renamed: dict[str, str]) -> list[str]:
+    """The C++ header line that maps node names to the identifiers holding them (none when none differ)."""
+    if not renamed:
+        return []
+    pairs = ", ".join(f"{c_string(n)} -> {i}" for n, i in renamed.items())
+    return [f"// Node names mapped to identifiers: {comment(pairs)}"]
