@@ -15,6 +15,7 @@ and 1 and 2 threads.  Kernels are called on the canonical ``(outer, C, inner)`` 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import sys
@@ -26,7 +27,10 @@ import numpy as np
 from fbnops.framework.registry import known_backends
 
 BITS_FILE = Path(__file__).with_name("kernel_bits.json")
-BACKENDS = known_backends()  # the registry's list: cython, numba, reference
+# The registry's backends (cython, numba, reference), plus the portable Cython build by name: the
+# x86-64-v3 build contracts a * b + c into FMA instructions, so the two builds differ in the last bit
+# and each has its own digests (the portable build is what runs on a CPU without AVX2/FMA).
+BACKENDS = (*known_backends(), "cython-baseline")
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 MODES = ("grad_training", "grad_frozen", "forward_training", "forward_inference")
 THREADS = (1, 2)
@@ -70,8 +74,24 @@ def case_inputs(index, shape, layout, dtype):
 def backend_module(name):
     import importlib
 
-    module = {"cython": "cython_backend", "numba": "numba_backend", "reference": "reference"}[name]
+    module = {"cython": "cython_backend", "numba": "numba_backend", "reference": "reference"}[name.split("-")[0]]
     return importlib.import_module(f"fbnops.kernels.{module}")
+
+
+@contextlib.contextmanager
+def build_variant(backend: str):
+    """Run ``cython-baseline`` on the portable build, whichever build this CPU would choose."""
+    if backend != "cython-baseline":
+        yield
+        return
+    from fbnops.kernels import cython_backend
+    from fbnops.kernels._cython import batch_norm
+
+    chosen, cython_backend._bn = cython_backend._bn, batch_norm
+    try:
+        yield
+    finally:
+        cython_backend._bn = chosen
 
 
 def run_mode(kernels, mode, inp):
@@ -101,18 +121,26 @@ def compute_bits(backends=BACKENDS) -> dict[str, str]:
     bits = {}
     try:
         for backend in backends:
-            kernels = backend_module(backend)
-            for index, (layout, shape) in enumerate(CASES):
-                for dtype in DTYPES:
-                    inp = case_inputs(index, shape, layout, dtype)
-                    for mode in MODES:
-                        for n in THREADS:
-                            threads.set_num_threads(n)
-                            key = f"{backend}/{layout}/{'x'.join(map(str, shape))}/{dtype}/{mode}/t{n}"
-                            with np.errstate(all="ignore"):
-                                bits[key] = digest(run_mode(kernels, mode, inp))
+            with build_variant(backend):
+                bits.update(_backend_bits(backend))
     finally:
         threads.set_num_threads(before)
+    return bits
+
+
+def _backend_bits(backend: str) -> dict[str, str]:
+    from fbnops.framework import threads
+
+    kernels, bits = backend_module(backend), {}
+    for index, (layout, shape) in enumerate(CASES):
+        for dtype in DTYPES:
+            inp = case_inputs(index, shape, layout, dtype)
+            for mode in MODES:
+                for n in THREADS:
+                    threads.set_num_threads(n)
+                    key = f"{backend}/{layout}/{'x'.join(map(str, shape))}/{dtype}/{mode}/t{n}"
+                    with np.errstate(all="ignore"):
+                        bits[key] = digest(run_mode(kernels, mode, inp))
     return bits
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...framework import dtypes
 
-LANES = 8  # float32 lanes of an AVX2 vector
+VECTOR_FLOATS = 8  # float32 values in one AVX2 register (not the kernels' LANES, their row block)
 ISSUE = {"load": 2, "store": 1, "fp": 2}  # per cycle, per core (Zen 2/3 and Skylake alike)
 
 
@@ -31,7 +31,7 @@ class PassCost(NamedTuple):
     fp: float
 
     def cycles_per_element(self) -> float:
-        return max(self.load / ISSUE["load"], self.store / ISSUE["store"], self.fp / ISSUE["fp"]) / LANES
+        return max(self.load / ISSUE["load"], self.store / ISSUE["store"], self.fp / ISSUE["fp"]) / VECTOR_FLOATS
 
 
 # Conversions per 8 elements: bfloat16 widens with integer shifts (not FP ports) and rounds to
@@ -127,7 +127,8 @@ def report(layouts=("NHWC", "NCHW"), dtypes_=("float32", "bfloat16", "float16"),
     ghz = (mhz or 3000.0) / 1000
     lines = [
         f"# clock {ghz:.2f} GHz ({'/proc/cpuinfo' if mhz else 'assumed'}); issue per cycle: "
-        f"{ISSUE['load']} loads, {ISSUE['store']} store, {ISSUE['fp']} FP ops of {LANES} lanes; 1 thread, data in L2",
+        f"{ISSUE['load']} loads, {ISSUE['store']} store, {ISSUE['fp']} FP ops of {VECTOR_FLOATS} floats; "
+        "1 thread, data in L2",
         f"{'case':16s} {'pass':9s} {'loads/8':>8s} {'stores/8':>8s} {'fp/8':>6s} {'bound ns/el':>12s} "
         f"{'measured':>9s} {'ratio':>6s} {'fixed us':>9s}",
     ]
