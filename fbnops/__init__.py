@@ -15,6 +15,7 @@ Quick start::
 import importlib as _importlib
 
 from . import errors, raw_ops
+from ._version import __version__
 from .framework.gradients import gradients
 from .framework.graph import Graph, Operation, Output
 from .framework.registry import available_backends, backend, get_backend, register_gradient, set_backend
@@ -29,8 +30,6 @@ for _op_module in ("array_ops", "fused_batch_norm", "fused_batch_norm_grad", "fu
                    "fused_batch_norm_grad_v3", "fused_batch_norm_v2", "fused_batch_norm_v3"):  # fmt: skip
     _importlib.import_module(f"{__name__}.ops.{_op_module}")
 del _op_module
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str):
