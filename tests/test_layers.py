@@ -8,11 +8,13 @@ the same way (:data:`SURFACE_RANKS`), lowest first: ``errors`` (and ``_version``
 module may import only its own surface or a lower one, so two surfaces importing each other
 (``tools`` <-> ``testing`` once) fail here even without a cycle of modules.  ``testing`` is below
 ``tools``: the tools may use the public testing kit (``tools/check.py`` uses its gradient
-check), the kit never imports a tool.  Every import statement counts, at module level or inside a function; the only ones left out are
-``if TYPE_CHECKING:`` blocks (they never run).  Backends are loaded by name through
-``importlib`` (the kernel registry's plugin table), which is not an import statement.
+check), the kit never imports a tool.  Every import statement counts, at module level or inside
+a function; the only ones left out are ``if TYPE_CHECKING:`` blocks (they never run).  Backends
+are loaded by name through ``importlib`` (the kernel registry's plugin table), which is not an
+import statement.
 
-The graph is read from the source with :mod:`ast`, nothing is imported.
+The graph is read from the source with :mod:`ast`, nothing is imported.  ``python tests/test_layers.py``
+prints the import picture: modules, edges, cycles, upward imports, modules per layer and surface.
 """
 
 from __future__ import annotations
@@ -264,3 +266,21 @@ def test_the_checker_catches_a_cycle_and_an_upward_import():
     edges = [Edge("fbnops.framework.a", "fbnops.ops.b", "x:1"), Edge("fbnops.ops.b", "fbnops.framework.a", "y:2")]
     assert cycles(["fbnops.framework.a", "fbnops.ops.b"], edges) == [["fbnops.framework.a", "fbnops.ops.b"]]
     assert upward(edges) == [edges[0]]
+
+
+def print_picture() -> None:
+    """``python tests/test_layers.py``: the import picture (modules, edges, cycles, upward imports, rooms)."""
+    from collections import Counter
+
+    known, edges = import_graph()
+    names = {v: k for k, v in LAYERS.items()}
+    rooms = Counter(surface(m) if layer(m) == SURFACE else names.get(layer(m), "unclassified") for m in known)
+    print(f"modules {len(known)}, import edges {len(edges)} ({len({(e.src, e.dst) for e in edges})} distinct pairs)")
+    print(f"cycles {len(cycles(known, edges))}, upward imports {len(upward(edges))}, "
+          f"imports up the surfaces' order {len(upward_between_surfaces(edges))}")  # fmt: skip
+    order = [*LAYERS, *SURFACE_RANKS]
+    print("modules per layer / surface: " + ", ".join(f"{room} {rooms[room]}" for room in order if rooms[room]))
+
+
+if __name__ == "__main__":
+    print_picture()
