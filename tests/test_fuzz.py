@@ -103,4 +103,3 @@ def test_run_isolated_reports_each_way_a_call_can_end():
     untyped = run_isolated("raise KeyError('k')", timeout=60)
     assert untyped.kind == "error" and not untyped.typed and untyped.error_type == "builtins.KeyError"
     assert run_isolated("raise KeyError('k')", typed=(KeyError,), timeout=60).typed
-

@@ -58,8 +58,14 @@ def summary(results: Sequence[tuple[Any, str, Any]], seconds: float, jobs: int) 
         "seconds": round(seconds, 1),
         "classes": dict(sorted(classes.items(), key=lambda kv: int(kv[0]))),
         "attacks": [
-            {"class": a.cls, "name": a.name, "expect": a.expect, "raises": a.raises, "verdict": v,
-             "outcome": _outcome_line(o)}
+            {
+                "class": a.cls,
+                "name": a.name,
+                "expect": a.expect,
+                "raises": a.raises,
+                "verdict": v,
+                "outcome": _outcome_line(o),
+            }
             for a, v, o in results
         ],  # fmt: skip
     }
