@@ -262,6 +262,36 @@ def test_the_checker_catches_a_loop_between_surfaces():
     assert upward_between_surfaces([down, up, facade]) == [up, facade]
 
 
+def _calls_and_strings(path: Path) -> tuple[set[str], set[str]]:
+    """The names a module calls or decorates with, and its string literals."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    called = {
+        node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+    }
+    strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    return called, strings
+
+
+def test_the_framework_defines_no_op():
+    """Ops and their gradients live in fbnops/ops (the support ops in ops/array_ops.py): no framework
+    module registers an op definition or a gradient (registry.py defines the functions, calls neither)."""
+    registering = []
+    for path in sorted((ROOT / "fbnops" / "framework").glob("*.py")):
+        called, _ = _calls_and_strings(path)
+        registering += [f"{path.name}: {name}" for name in ("register_op_def", "register_gradient") if name in called]
+    assert registering == []
+
+
+def test_the_canonical_view_names_no_op():
+    """ops/canonical.py is the (outer, C, inner) view only: each op module runs its own kernel on it."""
+    from fbnops.framework import registry  # importing fbnops registers every op
+
+    _, strings = _calls_and_strings(ROOT / "fbnops" / "ops" / "canonical.py")
+    assert strings & set(registry.registered_op_types()) == set()
+
+
 def test_the_checker_catches_a_cycle_and_an_upward_import():
     edges = [Edge("fbnops.framework.a", "fbnops.ops.b", "x:1"), Edge("fbnops.ops.b", "fbnops.framework.a", "y:2")]
     assert cycles(["fbnops.framework.a", "fbnops.ops.b"], edges) == [["fbnops.framework.a", "fbnops.ops.b"]]
