@@ -4,8 +4,9 @@
     python benchmarks/reliability.py --full          # and the issue-8 figures below (1,200 fuzz cases)
     python benchmarks/reliability.py --full --long   # with 20,000 fuzz cases
 
-The attacks (``fbnops.testing.attacks``) are counted per class: tried, crashes, hangs, untyped
-errors and wrong results (all four must be 0); every failing attack is listed with its outcome.
+The attacks (the test functions of ``tests/attacks/``, collected from there) are counted per class:
+tried, crashes, hangs, untyped errors and wrong results (all four must be 0); every failing attack is
+listed with its outcome.
 With ``--full`` it also prints: fuzz cases / accepted / rejected / crashes / hangs per surface; 8 Python threads x
 200 mixed calls vs a serial run on every backend; the speed-up two Python threads get with
 one kernel thread each (the GIL is released in the kernels); resident-memory growth over
@@ -20,19 +21,26 @@ import json
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
 import fbnops
-from fbnops.testing.attacks import ATTACKS, VERDICTS, run_attack, summary
-from fbnops.testing.fuzz import Runner, Tally, random_case
-from fbnops.testing.reliability import (
+
+# The attacks and the fuzz harness are test code (tests/attacks, tests/fuzzing): run from the tests directory.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from attacks.runner import all_attacks, run_attack  # noqa: E402
+from fuzzing.harness import Runner, Tally, random_case  # noqa: E402
+
+from fbnops.testing.reliability import (  # noqa: E402
     gil_release_speedup,
     peak_extra_memory,
     python_progress_during_kernels,
     rss_growth,
     threaded_equals_serial,
 )
+from fbnops.tools.bench.attack_report import VERDICTS, summary  # noqa: E402
 
 
 def fuzz(n: int, seed: int = 0) -> Tally:
@@ -68,8 +76,8 @@ def determinism(backend: str) -> bool:
 
 
 def attacks(jobs: int, only: set[int] | None = None) -> dict:
-    """Run every attack (``jobs`` processes at a time); the run as :func:`fbnops.testing.attacks.summary`."""
-    chosen = [a for a in ATTACKS if only is None or a.cls in only]
+    """Run every attack (``jobs`` processes at a time); the run as :func:`fbnops.tools.bench.attack_report.summary`."""
+    chosen = [a for a in all_attacks() if only is None or a.cls in only]
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(run_attack, chosen))
@@ -137,8 +145,9 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=2, help="attacks run at the same time (default 2)")
     p.add_argument("--class", dest="classes", type=int, action="append", help="only this class (repeatable)")
     p.add_argument(
-        "--json", help="also write the run (per-class counts, every attack's verdict) to this file; "
-        "docs/assets/reliability.json is the docs page's source"
+        "--json",
+        help="also write the run (per-class counts, every attack's verdict) to this file; "
+        "docs/assets/reliability.json is the docs page's source",
     )
     args = p.parse_args(argv)
     if args.json and args.classes:

@@ -17,13 +17,13 @@ LAYERS = [
     ("kernels", ["fbnops.kernels"]),
     (
         "surfaces",
-        [
+        [  # in their rank order, lowest first (tests/test_layers.py: SURFACE_RANKS)
             "fbnops.raw_ops",
+            "bindings_mirror",
             "fbnops.distributed",
+            "fbnops.testing",
             "fbnops.tools",
             "fbnops.cli",
-            "fbnops.testing",
-            "bindings_mirror",
         ],
     ),
 ]

@@ -119,7 +119,8 @@ API_MODULES = {
     "fbnops": "The top level: graphs, sessions, gradients, backends and threads.",
     "fbnops.errors": "TensorFlow's error classes; every failure of an op is one of them.",
     "fbnops.distributed": "Synchronized batch norm over communicators (MPI, torch.distributed, threads).",
-    "fbnops.testing": "The project's test machinery, public in the spirit of `numpy.testing`.",
+    "fbnops.testing": "The public test kit (tolerances, float64 oracles, gradient check, crash-safe runner), "
+    "in the spirit of `numpy.testing`.",
 }
 # Functions made when fbnops is imported, which mkdocstrings' static analysis cannot see (and
 # inspecting the whole package would document every str attribute with str's own help text):

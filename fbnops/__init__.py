@@ -15,7 +15,7 @@ Quick start::
 import importlib as _importlib
 
 from . import errors, raw_ops
-from .framework import array_ops as _array_ops  # noqa: F401  (registers the support ops: Placeholder, Const, ...)
+from ._version import __version__
 from .framework.gradients import gradients
 from .framework.graph import Graph, Operation, Output
 from .framework.registry import available_backends, backend, get_backend, register_gradient, set_backend
@@ -23,14 +23,13 @@ from .framework.scope import EagerContext, Scope
 from .framework.session import Session
 from .framework.threads import get_num_threads, set_num_threads
 
-# Register the ops. Their modules stay under fbnops.ops (the API reference documents them there):
-# at the top level a user expects functions, and the functions are fbnops.raw_ops.*.
-for _op_module in ("fused_batch_norm", "fused_batch_norm_grad", "fused_batch_norm_grad_v2",
+# Register the ops: the support ops (Placeholder, Const, AddN, ...) and the batch-norm family.  Their
+# modules stay under fbnops.ops (the API reference documents them there): at the top level a user
+# expects functions, and the functions are fbnops.raw_ops.*.
+for _op_module in ("array_ops", "fused_batch_norm", "fused_batch_norm_grad", "fused_batch_norm_grad_v2",
                    "fused_batch_norm_grad_v3", "fused_batch_norm_v2", "fused_batch_norm_v3"):  # fmt: skip
     _importlib.import_module(f"{__name__}.ops.{_op_module}")
 del _op_module
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str):

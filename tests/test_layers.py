@@ -1,13 +1,20 @@
 """The import graph of ``fbnops/`` and ``bindings_mirror/``: no cycles, and layers point one way.
 
-Layers, lowest first: specs (0) -> framework (1) -> ops (2) -> kernels (3) -> surfaces (4:
-``raw_ops``, ``errors``, ``distributed``, ``tools``, ``cli``, ``testing``, ``bindings_mirror``
-and the package ``__init__``).  A module may import its own layer or a lower one.  Every
-import statement counts, at module level or inside a function; the only ones left out are
-``if TYPE_CHECKING:`` blocks (they never run).  Backends are loaded by name through
-``importlib`` (the kernel registry's plugin table), which is not an import statement.
+Layers, lowest first: specs (0) -> framework (1) -> ops (2) -> kernels (3) -> surfaces (4).
+A module may import its own layer or a lower one.  The surfaces are ordered among themselves
+the same way (:data:`SURFACE_RANKS`), lowest first: ``errors`` (and ``_version``) < ``raw_ops`` < the mirrors
+(``bindings_mirror``) < ``distributed`` < ``testing`` < ``tools`` < the package's front door
+(``fbnops/__init__``, which re-exports and lazily loads ``tools.export``) < ``cli``; a surface
+module may import only its own surface or a lower one, so two surfaces importing each other
+(``tools`` <-> ``testing`` once) fail here even without a cycle of modules.  ``testing`` is below
+``tools``: the tools may use the public testing kit (``tools/check.py`` uses its gradient
+check), the kit never imports a tool.  Every import statement counts, at module level or inside
+a function; the only ones left out are ``if TYPE_CHECKING:`` blocks (they never run).  Backends
+are loaded by name through ``importlib`` (the kernel registry's plugin table), which is not an
+import statement.
 
-The graph is read from the source with :mod:`ast`, nothing is imported.
+The graph is read from the source with :mod:`ast`, nothing is imported.  ``python tests/test_layers.py``
+prints the import picture: modules, edges, cycles, upward imports, modules per layer and surface.
 """
 
 from __future__ import annotations
@@ -23,7 +30,18 @@ PACKAGES = ("fbnops", "bindings_mirror")
 
 LAYERS = {"specs": 0, "framework": 1, "ops": 2, "kernels": 3}
 SURFACE = 4
-SURFACES = ("raw_ops", "errors", "distributed", "tools", "cli", "testing", "__main__")
+SURFACE_RANKS = {
+    "_version": 0,  # the version string, readable without the front door
+    "errors": 0,
+    "raw_ops": 1,
+    "bindings_mirror": 2,
+    "distributed": 3,
+    "testing": 4,
+    "tools": 5,
+    "package": 6,  # fbnops/__init__: the front door, above what it re-exports
+    "cli": 7,
+}
+SURFACES = tuple(name for name in SURFACE_RANKS if name not in ("bindings_mirror", "package"))
 
 
 class Edge(NamedTuple):
@@ -57,6 +75,16 @@ def layer(module: str) -> int | None:
     if parts[1] in LAYERS:
         return LAYERS[parts[1]]
     return SURFACE if parts[1] in SURFACES else None
+
+
+def surface(module: str) -> str | None:
+    """The surface a module belongs to (a key of :data:`SURFACE_RANKS`), None below the surfaces."""
+    parts = module.split(".")
+    if parts[0] == "bindings_mirror":
+        return "bindings_mirror"
+    if module == "fbnops":
+        return "package"
+    return parts[1] if parts[1] in SURFACES else None
 
 
 def _type_checking_nodes(tree: ast.AST) -> set[int]:
@@ -167,6 +195,16 @@ def upward(edges: list[Edge]) -> list[Edge]:
     return [e for e in edges if layer(e.src) is not None and layer(e.dst) is not None and layer(e.src) < layer(e.dst)]
 
 
+def upward_between_surfaces(edges: list[Edge]) -> list[Edge]:
+    """Imports from one surface into a higher-ranked one."""
+    bad = []
+    for e in edges:
+        src, dst = surface(e.src), surface(e.dst)
+        if src is not None and dst is not None and SURFACE_RANKS[src] < SURFACE_RANKS[dst]:
+            bad.append(e)
+    return bad
+
+
 @pytest.fixture(scope="module")
 def graph():
     return import_graph()
@@ -208,7 +246,71 @@ def test_layers_point_one_way(graph):
     )
 
 
+def test_surfaces_point_one_way(graph):
+    _, edges = graph
+    bad = upward_between_surfaces(edges)
+    order = " < ".join(SURFACE_RANKS)
+    lines = [f"{e}   [{surface(e.src)} imports {surface(e.dst)}]" for e in bad]
+    assert not bad, f"{len(bad)} import(s) up the surfaces' order ({order}):\n" + "\n".join(lines)
+
+
+def test_the_checker_catches_a_loop_between_surfaces():
+    """tools -> testing is down, testing -> tools is up: the loop the old layout had is caught by one edge."""
+    down = Edge("fbnops.tools.check", "fbnops.testing.gradcheck", "x:1")
+    up = Edge("fbnops.testing.attack_helpers", "fbnops.tools.runfile", "y:2")
+    facade = Edge("fbnops.tools.demo", "fbnops", "z:3")  # a tool importing the front door that loads it
+    assert upward_between_surfaces([down, up, facade]) == [up, facade]
+
+
+def _calls_and_strings(path: Path) -> tuple[set[str], set[str]]:
+    """The names a module calls or decorates with, and its string literals."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    called = {
+        node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+    }
+    strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    return called, strings
+
+
+def test_the_framework_defines_no_op():
+    """Ops and their gradients live in fbnops/ops (the support ops in ops/array_ops.py): no framework
+    module registers an op definition or a gradient (registry.py defines the functions, calls neither)."""
+    registering = []
+    for path in sorted((ROOT / "fbnops" / "framework").glob("*.py")):
+        called, _ = _calls_and_strings(path)
+        registering += [f"{path.name}: {name}" for name in ("register_op_def", "register_gradient") if name in called]
+    assert registering == []
+
+
+def test_the_canonical_view_names_no_op():
+    """ops/canonical.py is the (outer, C, inner) view only: each op module runs its own kernel on it."""
+    from fbnops.framework import registry  # importing fbnops registers every op
+
+    _, strings = _calls_and_strings(ROOT / "fbnops" / "ops" / "canonical.py")
+    assert strings & set(registry.registered_op_types()) == set()
+
+
 def test_the_checker_catches_a_cycle_and_an_upward_import():
     edges = [Edge("fbnops.framework.a", "fbnops.ops.b", "x:1"), Edge("fbnops.ops.b", "fbnops.framework.a", "y:2")]
     assert cycles(["fbnops.framework.a", "fbnops.ops.b"], edges) == [["fbnops.framework.a", "fbnops.ops.b"]]
     assert upward(edges) == [edges[0]]
+
+
+def print_picture() -> None:
+    """``python tests/test_layers.py``: the import picture (modules, edges, cycles, upward imports, rooms)."""
+    from collections import Counter
+
+    known, edges = import_graph()
+    names = {v: k for k, v in LAYERS.items()}
+    rooms = Counter(surface(m) if layer(m) == SURFACE else names.get(layer(m), "unclassified") for m in known)
+    print(f"modules {len(known)}, import edges {len(edges)} ({len({(e.src, e.dst) for e in edges})} distinct pairs)")
+    print(f"cycles {len(cycles(known, edges))}, upward imports {len(upward(edges))}, "
+          f"imports up the surfaces' order {len(upward_between_surfaces(edges))}")  # fmt: skip
+    order = [*LAYERS, *SURFACE_RANKS]
+    print("modules per layer / surface: " + ", ".join(f"{room} {rooms[room]}" for room in order if rooms[room]))
+
+
+if __name__ == "__main__":
+    print_picture()

@@ -1,5 +1,6 @@
-"""Reliability: NaN/Inf like TensorFlow, concurrency, memory, determinism (issue 8); the hostile-input
-attacks of issue 15, each in its own process, against the figures the docs page shows.
+"""Reliability: NaN/Inf like TensorFlow, concurrency, memory, determinism (issue 8); the committed run
+of the hostile-input attacks of issue 15 (the attacks themselves are the tests of ``tests/attacks/``)
+and the attack runner's ability to fail.
 
 The figures these tests assert are printed by ``python benchmarks/reliability.py``.
 """
@@ -12,12 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from attacks import self_checks, test_attack_nothing_lost
+from attacks.runner import RELIABILITY_JSON, RESOURCE_EXHAUSTED, Attack, all_attacks, run_attack
 
 import fbnops
-from fbnops.testing import extras
-from fbnops.testing._attack_base import RESOURCE_EXHAUSTED
-from fbnops.testing._attack_base import attack as make_attack
-from fbnops.testing.attacks import ATTACKS, VERDICTS, Attack, markdown, run_attack
 from fbnops.testing.params import backend_params, compiled_backend_params
 from fbnops.testing.reliability import (
     peak_extra_memory,
@@ -25,6 +24,7 @@ from fbnops.testing.reliability import (
     rss_growth,
     threaded_equals_serial,
 )
+from fbnops.tools.bench.attack_report import CLASSES, VERDICTS, markdown
 
 NAN_INF = Path(__file__).parent / "data" / "tf_nan_inf.npz"
 
@@ -97,24 +97,11 @@ def test_kernels_release_the_gil(backend):
 
 # ------------------------------------------------------------------------------ the hostile-input attacks (issue 15)
 
-RELIABILITY_JSON = Path(__file__).resolve().parent.parent / "docs" / "assets" / "reliability.json"
+ATTACKS = all_attacks()
 
 
 def _committed_run() -> dict:
     return json.loads(RELIABILITY_JSON.read_text())
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: f"{a.cls}-{a.name}")
-def test_attack_ends_as_documented(attack):
-    """Each attack in its own process: no crash or hang, the documented error class or the checked numbers;
-    and the docs page's figures (the committed run) say the same of it."""
-    if "'numba'" in attack.code and not extras.have("numba"):  # an attack on the Numba backend itself
-        pytest.skip(extras.reason("numba"))
-    verdict, outcome = run_attack(attack)
-    assert verdict == "pass", f"{verdict} (expected {attack.expect} {attack.raises}): {outcome}"
-    recorded = {(e["class"], e["name"]): e["verdict"] for e in _committed_run()["attacks"]}
-    assert recorded.get((attack.cls, attack.name)) == verdict, "docs/assets/reliability.json is stale: refresh it"
 
 
 def test_committed_run_is_a_whole_run_of_these_attacks():
@@ -130,32 +117,35 @@ def test_committed_run_is_a_whole_run_of_these_attacks():
     assert f"| | **total** | **{len(ATTACKS)}** |" in markdown(doc)
 
 
-HUGE = [1 << 20, 1 << 20, 1, 3]  # 12 TiB of float32
+def test_every_attack_class_is_covered():
+    counts = {c: sum(a.cls == c for a in ATTACKS) for c in CLASSES}
+    assert all(n >= 4 for n in counts.values()), counts
+    assert len({a.name for a in ATTACKS}) == len(ATTACKS) == 108
 
 
-def _variant(name: str, old: str, new: str) -> Attack:
-    """A copy of attack ``name`` with its code mutated: the runner must notice the mutation."""
-    original = next(a for a in ATTACKS if a.name == name)
-    assert old in original.code
-    return dataclasses.replace(original, code=original.code.replace(old, new))
+def _check(function, raises: str = RESOURCE_EXHAUSTED) -> Attack:
+    return Attack(3, "t", self_checks.__name__, function.__name__, raises=raises)
+
+
+def _variant(test, *args) -> Attack:
+    """An attack called with arguments that make it fail: the runner must notice."""
+    (original,) = test.attacks
+    return dataclasses.replace(original, args=args)
 
 
 @pytest.mark.parametrize(
     "attack, verdict",
     [
         # a typed error of another class than the documented one
-        (make_attack(3, "t", "from fbnops.errors import InvalidArgumentError as E; raise E('x')",
-                     raises=RESOURCE_EXHAUSTED), "wrong type"),
-        (make_attack(3, "t", "raise KeyError('k')", raises=RESOURCE_EXHAUSTED), "untyped"),
-        (make_attack(3, "t", "result = 1", raises=RESOURCE_EXHAUSTED), "wrong"),
+        (_check(self_checks.raise_invalid_argument), "wrong type"),
+        (_check(self_checks.raise_key_error), "untyped"),
+        (_check(self_checks.return_one), "wrong"),
         # a subclass of the documented class passes (RunFileResourceError is a ResourceExhaustedError)
-        (make_attack(3, "t", f"run_doc(doc_with(['ops', 0, 'inputs', 'x'], {{'random': {{'shape': {HUGE}}}}}))",
-                     raises=RESOURCE_EXHAUSTED), "pass"),
+        (_check(self_checks.run_a_huge_run_file), "pass"),
         # no error where one is required: the inputs-unchanged check no longer passes vacuously
-        (_variant("raw_ops error leaves the inputs unchanged", "np.ones(5, F)", "np.ones(3, F)"), "wrong"),
+        (_variant(test_attack_nothing_lost.test_raw_ops_error_leaves_the_inputs_unchanged, 3), "wrong"),
         # an output written before the refusal: the guard bytes are read, and differ
-        (_variant("DirectML refused dispatch writes no output", "dml_grad(offset=-16, bound=outs)",
-                  "dml_grad(bound=outs); dml_grad(offset=-16)"), "wrong"),
+        (_variant(test_attack_nothing_lost.test_directml_refused_dispatch_writes_no_output, True), "wrong"),
     ],
     ids=["wrong-type", "untyped", "no-error", "subclass", "inputs-check-needs-the-error", "guard-bytes-read"],
 )

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from fbnops.ops import canonical
+from fbnops.ops import canonical, fused_batch_norm_grad_v3, fused_batch_norm_v3
 
 from .descs import (
     DML_BATCH_NORMALIZATION_GRAD_OPERATOR_DESC,
@@ -58,7 +58,7 @@ def _activation(desc: DML_OPERATOR_DESC | None, y: np.ndarray) -> np.ndarray:
 
 def _bn_grad(d, t: Tensors, is_training: bool) -> Tensors:
     view = canonical.nd_view(t["InputTensor"].shape, _kept_axes(t["MeanTensor"].shape))
-    dx, ds, db = canonical.grad(
+    dx, ds, db = fused_batch_norm_grad_v3.grad_on_view(
         view,
         t["InputTensor"],
         t["InputGradientTensor"],
@@ -84,7 +84,7 @@ def _bn_forward(d, t: Tensors) -> Tensors:
     s = {n: np.broadcast_to(t[n], stat_shape) for n in names}  # each may broadcast on its own
     view = canonical.nd_view(x.shape, kept)
     compute_dtype = np.float32 if d.FusedActivation is not None else x.dtype  # round once, after the activation
-    y, _, _ = canonical.forward(
+    y, _, _ = fused_batch_norm_v3.forward_on_view(
         view,
         x.astype(compute_dtype),
         s["ScaleTensor"],
@@ -102,7 +102,7 @@ def _bn_training(d, t: Tensors) -> Tensors:
     stat_shape = t["ScaleTensor"].shape
     view = canonical.nd_view(x.shape, _kept_axes(stat_shape))
     fused = d.FusedActivation is not None or t.get("FusedAddTensor") is not None
-    y, mean, var = canonical.forward(
+    y, mean, var = fused_batch_norm_v3.forward_on_view(
         view,
         x.astype(np.float32) if fused else x,
         t["ScaleTensor"],

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fbnops.ops import canonical
+from fbnops.ops import canonical, fused_batch_norm_grad_v3, fused_batch_norm_v3
 
 from .enums import attr, data_type, error, kind
 
@@ -101,12 +101,14 @@ def _bwd(attrs: dict, a: list[np.ndarray], channel: int, n_out: int) -> list[np.
     view = canonical.nd_view(src.shape, [channel])
     eps = attrs[attr.epsilon]
     if n_out == 1:  # what the dnnl backend does: use_global_stats, and gamma ignored
-        dx, _, _ = canonical.grad(view, src, dy, np.ones(c, np.float32), mean, var, epsilon=eps, is_training=False)
+        dx, _, _ = fused_batch_norm_grad_v3.grad_on_view(
+            view, src, dy, np.ones(c, np.float32), mean, var, epsilon=eps, is_training=False
+        )
         return [dx]
     gamma = a[4][:c].astype(np.float32)  # a longer gamma is read up to C
     if src.size == 0:  # zeros, where the real library leaves diff_gamma/diff_beta unwritten
         return [np.empty(src.shape, src.dtype), np.zeros(c, np.float32), np.zeros(c, np.float32)]
-    return list(canonical.grad(view, src, dy, gamma, mean, var, epsilon=eps, is_training=True))
+    return list(fused_batch_norm_grad_v3.grad_on_view(view, src, dy, gamma, mean, var, epsilon=eps, is_training=True))
 
 
 def _infer(attrs: dict, a: list[np.ndarray], channel: int, n_out: int) -> list[np.ndarray]:
@@ -114,7 +116,9 @@ def _infer(attrs: dict, a: list[np.ndarray], channel: int, n_out: int) -> list[n
     c = src.shape[channel]
     gamma, beta, mean, var = (v[:c].astype(np.float32) for v in a[1:5])
     view = canonical.nd_view(src.shape, [channel])
-    y, _, _ = canonical.forward(view, src, gamma, beta, mean, var, epsilon=attrs[attr.epsilon], is_training=False)
+    y, _, _ = fused_batch_norm_v3.forward_on_view(
+        view, src, gamma, beta, mean, var, epsilon=attrs[attr.epsilon], is_training=False
+    )
     return [y]
 
 
@@ -129,7 +133,9 @@ def _fwd_train(attrs: dict, a: list[np.ndarray], channel: int, n_out: int) -> li
         nan = np.full(c, np.nan, np.float32)
         return [np.empty(src.shape, src.dtype), nan, nan, nan, nan]
     view = canonical.nd_view(src.shape, [channel])
-    y, mean, var = canonical.forward(view, src, gamma, beta, None, None, epsilon=attrs[attr.epsilon], is_training=True)
+    y, mean, var = fused_batch_norm_v3.forward_on_view(
+        view, src, gamma, beta, None, None, epsilon=attrs[attr.epsilon], is_training=True
+    )
     momentum = np.float32(attrs.get(attr.momentum, 0.5))  # the dnnl backend's default
     new_mean = momentum * running_mean + (np.float32(1) - momentum) * mean
     new_var = momentum * running_var + (np.float32(1) - momentum) * var

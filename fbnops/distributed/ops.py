@@ -41,7 +41,8 @@ from ..framework.layouts import channel_axis
 from ..ops.canonical import NdView
 from ..ops.convert import convert_attrs, convert_inputs
 from ..ops.execute import call_signature, checked_attrs_for, contiguous, prepare, remember
-from ..ops.fused_batch_norm_v3 import running_statistics
+from ..ops.fused_batch_norm_grad_v3 import grad_outputs
+from ..ops.fused_batch_norm_v3 import empty_batch_outputs, reserve_space_3, running_statistics
 from . import _rows
 from ._sync import Header, Run
 from .comm import Communicator
@@ -227,9 +228,8 @@ def forward(comm: Communicator, inputs: dict, attrs: dict, reproducible: bool) -
     sums_x = _per_sample(shard, lambda rps: st.sum_x(xv, rows_per_sample=rps), lambda: _rows.sum_x(xv))
     sum_x, _ = _synchronized(run, shard, "sum_x", sums_x, C, reproducible)
     n = run.count
-    if n == 0 or C == 0:  # an empty global batch: NaN statistics, as TensorFlow
-        nan = np.full(C, np.nan, np.float32)
-        return _ForwardOutput(shard.output(None), nan, nan.copy(), nan.copy(), nan.copy(), _rs3()), n
+    if n == 0 or C == 0:  # an empty global batch: the op's own outputs for it
+        return _ForwardOutput(*empty_batch_outputs(shard.output(None), C, is_training=True)), n
     center = run.stage("finish_mean", lambda: st.finish_mean(sum_x, n))
     if reproducible:
         sq = _per_sample(
@@ -252,11 +252,7 @@ def forward(comm: Communicator, inputs: dict, attrs: dict, reproducible: bool) -
         ),
     )
     run.close()
-    return _ForwardOutput(y, *running, finished[0], finished[1], _rs3()), n
-
-
-def _rs3() -> np.ndarray:
-    return np.zeros((), np.float32)
+    return _ForwardOutput(y, *running, finished[0], finished[1], reserve_space_3()), n
 
 
 def FusedBatchNormGradV3(
@@ -305,11 +301,9 @@ def FusedBatchNormGradV3(
         shard, lambda rps: st.sum_grad(xv, dyv, center, rows_per_sample=rps), lambda: _rows.sum_grad(xv, dyv, center)
     )
     total, local = _synchronized(run, shard, "sum_grad", sums, 2 * C, reproducible)
-    placeholder = np.zeros((0,), np.float32)
     n = run.count
-    if n == 0 or C == 0:  # TensorFlow: zero parameter gradients for an empty batch
-        zeros = np.zeros(C, np.float32)
-        return _GradOutput(shard.output(None), zeros, zeros.copy(), placeholder, placeholder.copy())
+    if n == 0 or C == 0:  # an empty global batch: the op's own outputs for it
+        return _GradOutput(*grad_outputs(shard.output(None), C))
 
     def finish(s: np.ndarray):
         scale_, rs2 = contiguous(a["scale"]), contiguous(a["reserve_space_2"])
@@ -323,4 +317,4 @@ def FusedBatchNormGradV3(
         params = run.stage("finish_grad", finish, local)
     dx = run.stage("apply_grad", lambda: shard.output(st.apply_grad(xv, dyv, finished[2]) if xv is not None else None))
     run.close()
-    return _GradOutput(dx, params[0], params[1], placeholder, placeholder.copy())
+    return _GradOutput(*grad_outputs(dx, C, params[0], params[1]))

@@ -2,7 +2,7 @@
 
 As in TensorFlow, a gradient function (registered per op type with
 :func:`~fbnops.framework.registry.register_gradient`, next to its op in
-``fbnops.ops``) receives the forward op and the gradients flowing into its
+``fbnops.ops``; the support ops' in ``fbnops.ops.array_ops``) receives the forward op and the gradients flowing into its
 outputs, builds ops in a scope, and returns one gradient per input (``None``
 for inputs that get none).
 """
@@ -13,18 +13,14 @@ from collections.abc import Sequence
 
 from .errors import InvalidArgumentError
 from .graph import Operation, Output
-from .registry import get_gradient_function, register_gradient
+from .registry import get_gradient_function
 from .scope import Scope
 
 __all__ = ["gradients"]
 
 
-@register_gradient("Identity")
-def _identity_grad(scope, op, grads):
-    return [grads[0]]
-
-
 def _add_n(scope: Scope, terms: list[Output]) -> Output:
+    # The support ops (OnesLike, AddN) are asked for by name: the framework knows no op.
     return terms[0] if len(terms) == 1 else scope.add_op("AddN", terms, {}).output(0)
 
 

@@ -10,7 +10,7 @@
 * **gradients**: TensorFlow's ``RegisterGradient`` table, used by ``gradients()``.
 
 The tables are filled by import: ``fbnops/__init__.py`` imports the op modules
-(``fbnops.ops.*``) and the support ops (``fbnops.framework.array_ops``).
+(``fbnops.ops.*``, the support ops' ``fbnops.ops.array_ops`` among them).
 """
 
 from __future__ import annotations

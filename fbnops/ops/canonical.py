@@ -13,7 +13,9 @@ TensorFlow's layouts through one view, ``(outer, C, inner)``:
   transpose copy, and the result is transposed back.
 
 The kernels see float32 per-channel vectors; here the statistics are flattened to
-``C = prod(kept sizes)``.
+``C = prod(kept sizes)`` (:func:`channel_vector`).  This module knows no op: each op module runs
+its own kernel on a view (``fused_batch_norm_v3.forward_on_view``,
+``fused_batch_norm_grad_v3.grad_on_view``), with its own rules around the kernel.
 """
 
 from __future__ import annotations
@@ -24,10 +26,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..framework import registry
 from ..framework.layouts import channel_axis
 
-__all__ = ["NdView", "nd_view", "grad", "forward"]
+__all__ = ["NdView", "nd_view", "channel_vector"]
 
 
 class NdView:
@@ -99,39 +100,6 @@ def nd_view(shape: Sequence[int], kept: Sequence[int]) -> NdView:
     return NdView(shape, kept)
 
 
-def _vec(v) -> np.ndarray:
+def channel_vector(v) -> np.ndarray:
+    """A per-channel argument as the kernels take it: contiguous float32, flattened to ``C`` values."""
     return np.ascontiguousarray(np.asarray(v, dtype=np.float32).reshape(-1))
-
-
-def grad(view: NdView, x, dy, scale, mean, variance, *, epsilon: float, is_training: bool, backend: str | None = None):
-    """FusedBatchNormGradV3's kernel on an N-D view; returns ``(dx, dscale, doffset)``."""
-    if math.prod(view.shape) == 0:
-        return np.empty(view.shape, x.dtype), np.zeros(view.channels, np.float32), np.zeros(view.channels, np.float32)
-    kernel = registry.get_kernel("FusedBatchNormGradV3", backend)
-    dx, ds, do = kernel(
-        view.to_view(x),
-        view.to_view(dy),
-        _vec(scale),
-        _vec(mean),
-        _vec(variance),
-        epsilon=float(np.float32(epsilon)),
-        is_training=is_training,
-    )
-    return view.from_view(dx), ds, do
-
-
-def forward(
-    view: NdView, x, scale, offset, mean, variance, *, epsilon: float, is_training: bool, backend: str | None = None
-):
-    """FusedBatchNormV3's kernel on an N-D view; returns ``(y, mean_used, biased_variance_used)``."""
-    kernel = registry.get_kernel("FusedBatchNormV3", backend)
-    y, m, v = kernel(
-        view.to_view(x),
-        _vec(scale),
-        _vec(offset),
-        None if is_training else _vec(mean),
-        None if is_training else _vec(variance),
-        epsilon=float(np.float32(epsilon)),
-        is_training=is_training,
-    )
-    return view.from_view(y), m, v

@@ -58,10 +58,10 @@ from ..framework.registry import register_op_def
 from ..framework.scope import Scope
 from ..specs._common import EPSILON, IS_TRAINING, T_TYPES, data_format_attr
 from ..specs.op_spec import ArgSpec, OpSpec, Surfaces
+from .array_ops import zeros_like
 from .canonical import NdView
 from .op_def import NO_KERNEL, SpecOpDef
 from .shape_inference import fused_batch_norm_shape
-from .support_grads import zeros_like
 
 __all__ = ["SPEC", "OP_DEF", "GradGrad", "grad_grad_view", "second_order_gradient"]
 

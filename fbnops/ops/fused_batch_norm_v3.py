@@ -16,17 +16,26 @@ from typing import Any
 
 import numpy as np
 
+from ..framework import registry
 from ..framework.graph import Operation, Output
 from ..framework.layouts import is_channels_first, to_channels_last
 from ..framework.registry import register_gradient, register_op_def
 from ..framework.scope import Scope
 from ..specs import OpSpec, get_spec
-from .canonical import NdView
+from .canonical import NdView, channel_vector
 from .execute import contiguous
 from .op_def import SpecOpDef
 from .shape_inference import fused_batch_norm_shape
 
-__all__ = ["SPEC", "OP_DEF", "running_statistics", "register_forward"]
+__all__ = [
+    "SPEC",
+    "OP_DEF",
+    "running_statistics",
+    "register_forward",
+    "reserve_space_3",
+    "empty_batch_outputs",
+    "forward_on_view",
+]
 
 SPEC = get_spec("FusedBatchNormV3")
 
@@ -64,20 +73,47 @@ def running_statistics(
     return batch_mean.astype(np.float32), batch_var.astype(np.float32)
 
 
+def reserve_space_3() -> np.ndarray:
+    """TensorFlow's ``reserve_space_3`` output on CPU: a float32 scalar placeholder."""
+    return np.zeros((), np.float32)
+
+
+def empty_batch_outputs(y: np.ndarray, channels: int, is_training: bool, mean=None, variance=None) -> tuple:
+    """The six outputs for an empty batch (also the synchronized op's, in ``fbnops.distributed``):
+    TF's NaN running statistics, even with exponential_avg_factor != 1; in inference
+    ``reserve_space_1``/``_2`` are the statistics that would be used (``mean``, ``variance``)."""
+    nan = np.full(channels, np.nan, np.float32)
+    if is_training:
+        used_mean, used_var = nan.copy(), nan.copy()
+    else:  # better than TF's uninitialized memory: the statistics that would be used
+        used_mean, used_var = mean.copy(), variance.copy()
+    return y, nan, nan.copy(), used_mean, used_var, reserve_space_3()
+
+
+def forward_on_view(view: NdView, x, scale, offset, mean, variance, *, epsilon: float, is_training: bool,
+                    backend: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """This op's kernel on any N-D view (the DirectML and oneDNN mirrors' entry):
+    ``(y, mean_used, biased_variance_used)``."""
+    kernel = registry.get_kernel(SPEC.name, backend)
+    y, m, v = kernel(
+        view.to_view(x),
+        channel_vector(scale),
+        channel_vector(offset),
+        None if is_training else channel_vector(mean),
+        None if is_training else channel_vector(variance),
+        epsilon=float(np.float32(epsilon)),
+        is_training=is_training,
+    )
+    return view.from_view(y), m, v
+
+
 def _forward(kernel: Callable, a: dict[str, np.ndarray], attrs: dict[str, Any]):
     """What TensorFlow's ``FusedBatchNormOp::Compute`` does around the math kernel."""
     x = a["x"]
     view = NdView.for_data_format(x.shape, attrs["data_format"])
     is_training = attrs["is_training"]
-    rs3 = np.zeros((), np.float32)
     if x.size == 0:
-        # TF: NaN running statistics, even with exponential_avg_factor != 1.
-        nan = np.full(view.channels, np.nan, np.float32)
-        if is_training:
-            used_mean, used_var = nan.copy(), nan.copy()
-        else:  # better than TF's uninitialized memory: the statistics that would be used
-            used_mean, used_var = a["mean"].copy(), a["variance"].copy()
-        return np.empty(x.shape, x.dtype), nan, nan.copy(), used_mean, used_var, rs3
+        return empty_batch_outputs(np.empty(x.shape, x.dtype), view.channels, is_training, a["mean"], a["variance"])
     y, mean, var = kernel(
         contiguous(x).reshape(view.view),
         contiguous(a["scale"]),
@@ -92,11 +128,11 @@ def _forward(kernel: Callable, a: dict[str, np.ndarray], attrs: dict[str, Any]):
         # TF copies mean/variance to the running outputs and ignores the factor; unlike TF
         # (uninitialized memory) reserve_space_1/2 carry the statistics actually used.
         m, v = a["mean"].copy(), a["variance"].copy()
-        return y, m, v, m.copy(), v.copy(), rs3
+        return y, m, v, m.copy(), v.copy(), reserve_space_3()
     batch_mean, batch_var = running_statistics(
         mean, var, view.count, a["mean"], a["variance"], attrs["exponential_avg_factor"]
     )
-    return y, batch_mean, batch_var, mean, var, rs3
+    return y, batch_mean, batch_var, mean, var, reserve_space_3()
 
 
 def _transpose(scope: Scope, x: Output, perm: Sequence[int]) -> Output:

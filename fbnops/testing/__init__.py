@@ -6,9 +6,15 @@
   :class:`Golden` (TensorFlow's recorded cases), :data:`PUBLISHED_CRASH_INPUTS`.
 * Crash-prone calls: :func:`run_isolated` runs one in a fresh process and reports ``ok``,
   a (typed) ``error``, a ``crash`` with its signal, or a ``hang``.
-* Submodules: :mod:`.fuzz` (crash-safe fuzzing of every public entry), :mod:`.reliability`
-  (threads, GIL, memory), :mod:`.strategies` (Hypothesis strategies for shapes, strides,
-  offsets, GraphDef text and run files; needs ``hypothesis``).
+* A gradient check: :func:`gradient_error` (finite differences of the float64 forward).
+* Submodules: :mod:`.extras` (one skip reason per optional extra), :mod:`.params` (pytest
+  parameters over the backends), :mod:`.reliability` (threads, GIL, memory),
+  :mod:`.strategies` (Hypothesis strategies for shapes, strides, offsets, GraphDef text and
+  run files; needs ``hypothesis``).
+
+The project's own hostile-input attacks and fuzzer are tests (``tests/attacks``,
+``tests/fuzzing``), not part of this kit.  The kit imports no tool (``fbnops.tools`` may use
+it: the layer test ranks ``testing`` below ``tools``).
 
 Nothing here imports pytest or Hypothesis unless :mod:`.strategies` is imported.
 """

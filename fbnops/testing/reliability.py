@@ -13,8 +13,10 @@ import tracemalloc
 import ml_dtypes
 import numpy as np
 
-import fbnops
+from fbnops import raw_ops
+from fbnops.framework import registry
 from fbnops.framework.layouts import channel_axis
+from fbnops.framework.threads import get_num_threads, set_num_threads
 
 
 def mixed_calls(n_calls: int = 200, seed: int = 0):
@@ -81,8 +83,8 @@ def mixed_calls(n_calls: int = 200, seed: int = 0):
 
 
 def run_calls(calls, backend: str):
-    with fbnops.backend(backend):
-        return [tuple(np.asarray(o).tobytes() for o in getattr(fbnops.raw_ops, op)(**kw)) for op, kw in calls]
+    with registry.backend(backend):
+        return [tuple(np.asarray(o).tobytes() for o in getattr(raw_ops, op)(**kw)) for op, kw in calls]
 
 
 def threaded_equals_serial(backend: str, n_threads: int = 8, n_calls: int = 200) -> tuple[bool, int]:
@@ -122,12 +124,12 @@ def gil_release_speedup(
     kw = dict(y_backprop=x, x=x, scale=v, reserve_space_1=v, reserve_space_2=v, reserve_space_3=v[:0])
 
     def work(n):
-        with fbnops.backend(backend):
+        with registry.backend(backend):
             for _ in range(n):
-                fbnops.raw_ops.FusedBatchNormGradV3(**kw)
+                raw_ops.FusedBatchNormGradV3(**kw)
 
-    before = fbnops.get_num_threads()
-    fbnops.set_num_threads(1)
+    before = get_num_threads()
+    set_num_threads(1)
     serial, threaded = [], []
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
@@ -141,7 +143,7 @@ def gil_release_speedup(
                 list(pool.map(work, [calls // 2] * 2))
                 threaded.append(time.perf_counter() - t0)
     finally:
-        fbnops.set_num_threads(before)
+        set_num_threads(before)
     return float(np.median(serial) / np.median(threaded))
 
 
@@ -152,13 +154,13 @@ def rss_bytes() -> int:
 
 def rss_growth(n_calls: int = 10_000, backend: str = "cython") -> int:
     calls = mixed_calls(50, seed=3)
-    with fbnops.backend(backend):
+    with registry.backend(backend):
         for op, kw in calls * 20:  # warm up allocator pools and caches
-            getattr(fbnops.raw_ops, op)(**kw)
+            getattr(raw_ops, op)(**kw)
         start = rss_bytes()
         for i in range(n_calls):
             op, kw = calls[i % len(calls)]
-            getattr(fbnops.raw_ops, op)(**kw)
+            getattr(raw_ops, op)(**kw)
         return rss_bytes() - start
 
 
@@ -169,14 +171,14 @@ def peak_extra_memory(shape=(32, 28, 28, 64), backend: str = "cython") -> tuple[
     dy = rng.standard_normal(shape).astype(np.float32)
     c = shape[-1]
     v = np.ones(c, np.float32)
-    with fbnops.backend(backend):
-        fbnops.raw_ops.FusedBatchNormGradV3(
+    with registry.backend(backend):
+        raw_ops.FusedBatchNormGradV3(
             y_backprop=dy, x=x, scale=v, reserve_space_1=v, reserve_space_2=v, reserve_space_3=v[:0]
         )
         tracemalloc.start()
         tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
-        out = fbnops.raw_ops.FusedBatchNormGradV3(
+        out = raw_ops.FusedBatchNormGradV3(
             y_backprop=dy, x=x, scale=v, reserve_space_1=v, reserve_space_2=v, reserve_space_3=v[:0]
         )
         peak = tracemalloc.get_traced_memory()[1] - base
@@ -196,9 +198,9 @@ def python_progress_during_kernels(backend: str = "cython", seconds: float = 0.5
     stop = threading.Event()
 
     def kernels():
-        with fbnops.backend(backend):
+        with registry.backend(backend):
             while not stop.is_set():
-                fbnops.raw_ops.FusedBatchNormGradV3(**kw)
+                raw_ops.FusedBatchNormGradV3(**kw)
 
     def count() -> int:
         n, t0 = 0, time.perf_counter()
@@ -206,11 +208,11 @@ def python_progress_during_kernels(backend: str = "cython", seconds: float = 0.5
             n += 1
         return n
 
-    before = fbnops.get_num_threads()
-    fbnops.set_num_threads(1)
+    before = get_num_threads()
+    set_num_threads(1)
     try:
-        with fbnops.backend(backend):
-            fbnops.raw_ops.FusedBatchNormGradV3(**kw)
+        with registry.backend(backend):
+            raw_ops.FusedBatchNormGradV3(**kw)
         alone = count()
         t = threading.Thread(target=kernels)
         t.start()
@@ -219,5 +221,5 @@ def python_progress_during_kernels(backend: str = "cython", seconds: float = 0.5
         stop.set()
         t.join()
     finally:
-        fbnops.set_num_threads(before)
+        set_num_threads(before)
     return during / alone

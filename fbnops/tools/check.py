@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import fbnops
-from fbnops.framework import dtypes
+from fbnops import raw_ops
+from fbnops.framework import dtypes, registry
 from fbnops.framework.layouts import channel_axis
 from fbnops.testing.gradcheck import gradient_error
 
@@ -51,13 +51,11 @@ def run_checks(shape, data_format, dtype, backends, points, seed, advance: Calla
     tol, eps = TOLERANCE[dtype], 1e-3
     results, grads = [], {}
     for backend in backends:
-        with fbnops.backend(backend):
+        with registry.backend(backend):
             for training in (True, False):
                 common = dict(epsilon=eps, data_format=data_format, is_training=training)
-                fwd = fbnops.raw_ops.FusedBatchNormV3(
-                    x=x, scale=scale, offset=offset, mean=mean, variance=var, **common
-                )
-                g = fbnops.raw_ops.FusedBatchNormGradV3(
+                fwd = raw_ops.FusedBatchNormV3(x=x, scale=scale, offset=offset, mean=mean, variance=var, **common)
+                g = raw_ops.FusedBatchNormGradV3(
                     y_backprop=w, x=x, scale=scale, reserve_space_1=fwd.reserve_space_1,
                     reserve_space_2=fwd.reserve_space_2, reserve_space_3=fwd.reserve_space_3, **common,
                 )  # fmt: skip

@@ -11,8 +11,13 @@ import time
 
 import numpy as np
 
-import fbnops
-from fbnops.framework import dtypes
+from fbnops._version import __version__
+from fbnops.framework import dtypes, registry
+from fbnops.framework.gradients import gradients
+from fbnops.framework.graph import Graph
+from fbnops.framework.scope import Scope
+from fbnops.framework.session import Session
+from fbnops.framework.threads import get_num_threads
 from fbnops.testing.gradcheck import gradient_error
 
 
@@ -38,7 +43,7 @@ def run(backend_label: str | None = None) -> bool:
     scale = np.array([1.0, 0.5, 2.0], np.float32)
     offset = np.array([0.0, 0.1, -0.2], np.float32)
 
-    scope = fbnops.Scope(fbnops.Graph())
+    scope = Scope(Graph())
     if backend_label:
         scope = scope.with_kernel_label(backend_label)
     xp = scope.placeholder(np.float32, shape, name="x")
@@ -49,12 +54,12 @@ def run(backend_label: str | None = None) -> bool:
         {"epsilon": 1e-3},
     )
     params = [bn.inputs[1], bn.inputs[2]]
-    dx, _, _ = fbnops.gradients(bn.outputs[0], [xp, *params], grad_ys=[scope.constant(w, name="dy")])
+    dx, _, _ = gradients(bn.outputs[0], [xp, *params], grad_ys=[scope.constant(w, name="dy")])
     grad_op = dx.op
-    values = fbnops.Session(scope.graph).run([*bn.outputs, *grad_op.outputs], {xp: x})
+    values = Session(scope.graph).run([*bn.outputs, *grad_op.outputs], {xp: x})
 
-    backend = backend_label or fbnops.get_backend()
-    print(f"fbnops {fbnops.__version__} demo   backend: {backend}   threads: {fbnops.get_num_threads()}")
+    backend = backend_label or registry.get_backend()
+    print(f"fbnops {__version__} demo   backend: {backend}   threads: {get_num_threads()}")
     print(f"graph: {len(scope.graph)} ops, e.g. {bn.name} ({bn.type}) -> {grad_op.name} ({grad_op.type})")
     print(f"FusedBatchNormV3  x {list(shape)} float NHWC, is_training=True, epsilon=0.001")
     fwd_names = "y batch_mean batch_variance reserve_space_1 reserve_space_2 reserve_space_3".split()

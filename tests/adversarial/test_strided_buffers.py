@@ -16,11 +16,11 @@ import math
 
 import numpy as np
 import pytest
+from attacks.helpers import dml_grad
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fbnops.framework import strided
-from fbnops.testing.attack_helpers import dml_grad
 from fbnops.testing.isolated import run_isolated
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -5,5 +5,6 @@ backends, and the streaming floor.
 - :mod:`.peers`: one callable per peer and case (:mod:`.onednn`: the C++ harness)
 - :mod:`.timing`: interleaved paired rounds, the floor, the per-call cost
 - :mod:`.report`: machine, table, summary, comparison, plot, Markdown
+- :mod:`.attack_report`: the reliability page's hostile-input figures (``benchmarks/reliability.py --json``)
 - :mod:`.__main__`: the command (``fbnops bench``, ``python -m fbnops.tools.bench``)
 """

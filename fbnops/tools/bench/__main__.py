@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import fbnops
+from fbnops.framework.threads import get_num_threads, set_num_threads
 
 from ...kernels._plan import threads_for
 from .._arrays import ArrayFileError, check_writable
@@ -85,7 +85,8 @@ def _comparable_row(row) -> bool:
         isinstance(row, dict)
         and isinstance(row.get("key") or row.get("case"), str)
         and isinstance(row.get("case", ""), str)
-        and number(row.get("fbnops_ms")) and row["fbnops_ms"] > 0
+        and number(row.get("fbnops_ms"))
+        and row["fbnops_ms"] > 0
         and all(number(row[k]) for k in ("fbnops_spread", "ratio_floor") if k in row)
     )
 
@@ -165,9 +166,9 @@ def run(args, threads: int | None = None) -> int:
     peers, cases, old = validate(args)
     rounds = 3 if args.quick else args.rounds or DEFAULT_ROUNDS
     chosen = threads or getattr(args, "threads", None)
-    threads = chosen or fbnops.get_num_threads()
+    threads = chosen or get_num_threads()
     if chosen:  # otherwise the default stays adaptive (idle cores only), as users run it
-        fbnops.set_num_threads(threads)
+        set_num_threads(threads)
     monitor = LoadMonitor()
     for name in peers:
         if PEERS[name].setup:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import fbnops
+from fbnops import raw_ops
 from fbnops.kernels import reference
 from fbnops.ops.canonical import NdView
 
@@ -29,7 +29,7 @@ def accuracy(peers, shape=(16, 256, 256, 4)) -> dict[str, tuple[float, float]]:
     _, ds64, do64 = reference.batch_norm_grad(
         x.reshape(view), dy.reshape(view), scale, mean, var, epsilon=EPS, is_training=True, compute=np.float64
     )
-    out = fbnops.raw_ops.FusedBatchNormGradV3(
+    out = raw_ops.FusedBatchNormGradV3(
         y_backprop=dy, x=x, scale=scale, reserve_space_1=mean, reserve_space_2=var,
         reserve_space_3=np.zeros((), np.float32), epsilon=EPS,
     )  # fmt: skip

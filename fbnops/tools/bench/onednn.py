@@ -124,7 +124,7 @@ def onednn_call(case: Case, blocked: bool, threads: int | None = None):
     """The primitive for ``case``, on the case's own inputs (``case.data``, as every peer is timed)."""
     if case.dtype != "float32":
         return None
-    import fbnops
+    from fbnops.framework.threads import get_num_threads
 
     so = _library()
     n, h, w, c = case.shape
@@ -133,7 +133,7 @@ def onednn_call(case: Case, blocked: bool, threads: int | None = None):
     op = 0 if case.op == "grad" else 1
     d = {k: np.ascontiguousarray(case.data[k], np.float32) for k in ("x", "dy", "scale", "offset", "mean", "var")}
     data = [_pointer(d[k]) for k in ("x", "dy", "scale", "offset", "mean", "var")]
-    threads = threads or fbnops.get_num_threads()
+    threads = threads or get_num_threads()
     handle = so.fbnops_onednn_create(op, n, c, h, w, layout, EPS, threads, LAYOUTS[case.layout], *data, err, 512)
     if not handle:
         raise RuntimeError(f"oneDNN refused {case.label}: {err.value.decode()}")

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import fbnops
+from fbnops import raw_ops
+from fbnops.framework import registry
 
 from .cases import EPS, Case
 
@@ -37,8 +38,8 @@ def fbnops_call(case: Case, backend: str = "cython") -> Callable:
     if case.op == "grad":
 
         def run():
-            with fbnops.backend(backend):
-                return fbnops.raw_ops.FusedBatchNormGradV3(
+            with registry.backend(backend):
+                return raw_ops.FusedBatchNormGradV3(
                     y_backprop=d["dy"],
                     x=d["x"],
                     scale=d["scale"],
@@ -51,8 +52,8 @@ def fbnops_call(case: Case, backend: str = "cython") -> Callable:
     else:
 
         def run():
-            with fbnops.backend(backend):
-                return fbnops.raw_ops.FusedBatchNormV3(
+            with registry.backend(backend):
+                return raw_ops.FusedBatchNormV3(
                     x=d["x"], scale=d["scale"], offset=d["offset"], mean=empty, variance=empty, epsilon=EPS,
                     data_format=case.layout,
                 )  # fmt: skip
@@ -158,7 +159,7 @@ class Peer:
         """Why this peer cannot run here (None: it can); does not import anything heavy."""
         if self.module and not has_module(self.module):
             return f"{self.module} is not installed (pip install 'fbnops[{_EXTRA_OF.get(self.module, 'oracle')}]')"
-        if self.backend and self.name not in fbnops.available_backends():
+        if self.backend and self.name not in registry.available_backends():
             return f"the fbnops {self.name} backend is not available (pip install 'fbnops[{self.name}]')"
         return self.missing_reason() if self.missing_reason else None
 

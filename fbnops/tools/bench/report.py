@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-import fbnops
+from fbnops._version import __version__
 
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_bf16", "amx_bf16")
 CASE_WIDTH = 48
@@ -38,7 +38,7 @@ def machine_info(threads: int, peers: list[str]) -> dict:
             continue
         caches[f"L{level}{'d' if kind == 'Data' else 'i' if kind == 'Instruction' else ''}"] = size
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    versions = {"fbnops": fbnops.__version__, "python": platform.python_version(), "numpy": np.__version__}
+    versions = {"fbnops": __version__, "python": platform.python_version(), "numpy": np.__version__}
     try:
         from fbnops.kernels import cython_backend
 
@@ -201,7 +201,7 @@ def plot(doc: dict, path: str) -> None:
     ax.set_axisbelow(True)
     ax.set_xlabel("milliseconds per call (median of interleaved rounds, log scale)", fontsize=PLOT_FONT_PT + 1)
     info = doc["machine"]
-    title = f"fbnops {fbnops.__version__}: batch norm on {info['cpu']}, {info['threads']} threads"
+    title = f"fbnops {__version__}: batch norm on {info['cpu']}, {info['threads']} threads"
     fig.suptitle(title, fontsize=PLOT_FONT_PT + 1, wrap=True)
     fig.legend(fontsize=PLOT_FONT_PT, ncols=min(len(names), 4), loc="outside lower center", frameon=False)
     fig.savefig(path, dpi=PLOT_DPI)

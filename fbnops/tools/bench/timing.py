@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import fbnops
+from fbnops import raw_ops
 
 
 @dataclass(frozen=True)
@@ -96,9 +96,9 @@ def _tiny_calls(peers) -> dict[str, dict[str, callable]]:
     r3 = np.zeros((), np.float32)
     empty = np.zeros(0, np.float32)
     calls = {
-        "grad": {"fbnops": lambda: fbnops.raw_ops.FusedBatchNormGradV3(
+        "grad": {"fbnops": lambda: raw_ops.FusedBatchNormGradV3(
             y_backprop=dy, x=x, scale=v, reserve_space_1=v, reserve_space_2=v, reserve_space_3=r3)},
-        "forward": {"fbnops": lambda: fbnops.raw_ops.FusedBatchNormV3(
+        "forward": {"fbnops": lambda: raw_ops.FusedBatchNormV3(
             x=x, scale=v, offset=v, mean=empty, variance=empty)},
     }  # fmt: skip
     if "torch" in peers:

@@ -1,26 +1,29 @@
-"""Helpers the attacks of :mod:`.attacks` call, imported in each attack's own process.
+"""Helpers the attacks call in their own processes.
 
 Each builds one call on one surface (raw_ops, GraphDef, run files, the DirectML and oneDNN
 Graph mirrors) with the hostile part given as an argument.
 """
 
-# ruff: noqa: E501
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
-import sys  # noqa: F401  (used by attack code)
 import tempfile
-import warnings  # noqa: F401  (used by attack code)
 from pathlib import Path
 
 import numpy as np
 
-from ..framework.layouts import channel_axis
+from fbnops.framework.layouts import channel_axis
 
 F = np.float32
-TMP = Path(tempfile.mkdtemp())
+
+
+@functools.cache
+def tmp() -> Path:
+    """A scratch directory of this process (made on first use: importing the attacks makes none)."""
+    return Path(tempfile.mkdtemp())
 
 
 def grad_inputs(shape=(2, 3, 2, 2), fmt="NCHW", dt=F):
@@ -38,9 +41,9 @@ def grad_inputs(shape=(2, 3, 2, 2), fmt="NCHW", dt=F):
 
 
 def raw_grad(**kw):
-    import fbnops
+    from fbnops import raw_ops
 
-    return fbnops.raw_ops.FusedBatchNormGradV3(**{**grad_inputs(), **kw})
+    return raw_ops.FusedBatchNormGradV3(**{**grad_inputs(), **kw})
 
 
 def bits(out):
@@ -50,8 +53,9 @@ def bits(out):
 GUARD = -7.0  # what every output buffer holds before a call: any byte that differs was written
 
 
-def dml_grad(in_strides=None, out_strides=None, offset=0, size=96, resource=96, total=None, sizes=None, guard=0,
-             bound=None):
+def dml_grad(
+    in_strides=None, out_strides=None, offset=0, size=96, resource=96, total=None, sizes=None, guard=0, bound=None
+):
     """One DirectML BATCH_NORMALIZATION_GRAD with the given InputTensor strides, output strides and
     binding; returns the three output bindings (filled with :data:`GUARD` before the call).  ``guard`` > 0:
     OutputGradient's buffer has that many bytes beyond the tensor (its binding does not), so a
@@ -163,7 +167,7 @@ def const_node(tensor, dtype="DT_FLOAT"):
 def run_doc(doc, suffix=".json"):
     from fbnops.tools import runfile
 
-    path = TMP / ("run" + suffix)
+    path = tmp() / ("run" + suffix)
     path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
     return runfile.run_file(path)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._tolerances import close_to_oracle
+from fbnops.testing import close_to_oracle
 
 __all__ = ["alias_names", "check_rejection", "run_graph", "run_java", "run_cc", "run_runfile", "run_dml_onednn"]
 

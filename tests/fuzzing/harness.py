@@ -1,7 +1,7 @@
 """Fuzzing every public entry with malformed and unusual calls, crash-safe.
 
-A *case* is plain data (:mod:`.fuzz_cases`); the worker process builds the call from it,
-runs it on its surface (:mod:`.fuzz_surfaces`) and classifies the outcome:
+A *case* is plain data (:mod:`.cases`); the worker process builds the call from it,
+runs it on its surface (:mod:`.surfaces`) and classifies the outcome:
 
 * ``accepted``  - the call succeeded and matched the float64 reference;
 * ``rejected``  - it raised the surface's documented error type, naming the argument;
@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._tolerances import close_to_oracle
-from .fuzz_cases import DTYPES, MUTATIONS, SURFACES, Built, build_inputs
-from .fuzz_surfaces import alias_names, check_rejection, run_cc, run_dml_onednn, run_graph, run_java, run_runfile
+from fbnops.testing import close_to_oracle
+
+from .cases import DTYPES, MUTATIONS, SURFACES, Built, build_inputs
+from .surfaces import alias_names, check_rejection, run_cc, run_dml_onednn, run_graph, run_java, run_runfile
 
 __all__ = ["SURFACES", "DTYPES", "MUTATIONS", "run_case", "random_case", "Runner", "Tally"]
 

@@ -1,15 +1,34 @@
-"""The few support ops a graph of batch-norm ops needs: feeds, constants, and what
-``gradients()`` adds (OnesLike, AddN, Transpose, Identity).  TensorFlow's names and
-attrs, so an exported GraphDef runs in TensorFlow unchanged."""
+"""The support ops and their gradients, TensorFlow's ``array_ops`` and ``array_grad`` for what a
+graph of batch-norm ops needs: feeds and constants (``Placeholder``, ``Const``), and what
+``gradients()`` adds (``OnesLike`` for the default ``grad_ys``, ``AddN`` to sum gradients,
+``Identity``, ``Transpose`` for channels-first inference, and the filler ``ZerosLike`` for
+outputs that get no gradient).  TensorFlow's names and attrs, so an exported GraphDef runs in
+TensorFlow unchanged.  Registered like every other op, by ``fbnops/__init__.py``; the framework
+asks the registry for them by name.
+
+Their gradients, as TensorFlow registers them (``array_grad.py``, ``math_grad.py``):
+
+* ``Identity``: the incoming gradient;
+* ``OnesLike``/``ZerosLike``: not differentiable (``ops.NotDifferentiable``);
+* ``AddN``: the incoming gradient, once per input;
+* ``Transpose``: the gradient transposed by the inverse permutation (the permutation must be
+  a ``Const``, as every ``Transpose`` fbnops builds is).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from . import dtypes, memory
-from .errors import InvalidArgumentError
-from .registry import OpDef, register_op_def
-from .tensor import shape_str
+from ..framework import dtypes, memory
+from ..framework.errors import InvalidArgumentError, UnimplementedError
+from ..framework.graph import Operation, Output
+from ..framework.registry import OpDef, register_gradient, register_op_def
+from ..framework.scope import Scope
+from ..framework.tensor import shape_str
+
+__all__ = ["Placeholder", "Const", "Identity", "OnesLike", "ZerosLike", "AddN", "Transpose", "zeros_like"]
 
 _FLOATS = (dtypes.float32, dtypes.float16, dtypes.bfloat16, np.dtype(np.float64))
 
@@ -189,5 +208,46 @@ class Transpose(OpDef):
         return (np.ascontiguousarray(np.transpose(x, perm)),)
 
 
-for _cls in (Placeholder, Const, Identity, OnesLike, AddN, Transpose):
+class ZerosLike(OnesLike):
+    name = "ZerosLike"
+
+    def compute(self, arrays, attrs, backend):
+        _check_output(arrays[0], self.name)
+        return (np.zeros(arrays[0].shape, arrays[0].dtype),)
+
+
+for _cls in (Placeholder, Const, Identity, OnesLike, ZerosLike, AddN, Transpose):
     register_op_def(_cls())
+
+
+def zeros_like(scope: Scope, like: Output) -> Output:
+    return scope.add_op("ZerosLike", [like], {}).output(0)
+
+
+# ------------------------------------------------------------------------------------------- gradients
+
+
+@register_gradient("Identity")
+def _identity_grad(scope: Scope, op: Operation, grads: Sequence[Output | None]) -> list[Output | None]:
+    return [grads[0]]
+
+
+@register_gradient("OnesLike")
+@register_gradient("ZerosLike")
+def _not_differentiable(scope: Scope, op: Operation, grads: Sequence[Output | None]) -> list[None]:
+    return [None] * len(op.inputs)
+
+
+@register_gradient("AddN")
+def _add_n_grad(scope: Scope, op: Operation, grads: Sequence[Output | None]) -> list[Output | None]:
+    return [grads[0]] * len(op.inputs)
+
+
+@register_gradient("Transpose")
+def _transpose_grad(scope: Scope, op: Operation, grads: Sequence[Output | None]) -> list[Output | None]:
+    perm = op.inputs[1]
+    if perm.op.type != "Const":
+        raise UnimplementedError(f"the gradient of Transpose '{op.name}' needs a constant permutation")
+    inverse = np.argsort(np.asarray(perm.op.attrs["value"])).astype(perm.dtype)
+    back = scope.constant(inverse, name="perm")
+    return [scope.add_op("Transpose", [grads[0], back], {}).output(0), None]

@@ -1,19 +1,9 @@
-"""Hostile inputs, one per attack, in the eight classes of issue 15; each runs in its own process.
+"""The reliability page's hostile-input figures: one run of the attacks as a JSON document, and its tables.
 
-An :class:`Attack` is source code (run after :data:`PRELUDE`, which imports the helpers of
-:mod:`.attack_helpers`) and what must happen:
-
-* ``"error"``  - the input is hostile: the call must raise the attack's documented error class
-  (``raises``: ``InvalidArgumentError``, ``ResourceExhaustedError``, ``RunFileError``, DirectML's
-  ``HRESULTError``, dnnl's ``error``, a tf-java exception ...), or a subclass of it;
-* ``"ok"``     - the call must finish, and the code's own assertions check the numbers (an
-  ``AssertionError`` is a wrong result);
-* ``"either"`` - the documented error, or a finish that passes the code's assertions (a documented clamp).
-
-:func:`run_attack` classifies the outcome: ``pass``, ``crash``, ``hang``, ``untyped`` (not one of
-the project's error classes), ``wrong type`` (one of them, but not the documented one) or ``wrong``.
-:func:`summary` turns the verdicts into the JSON document ``benchmarks/reliability.py --json``
-writes (``docs/assets/reliability.json``), and :func:`markdown` into the docs page's figures.
+The attacks themselves are test functions under ``tests/attacks/`` (each runs in its own process);
+``benchmarks/reliability.py --json docs/assets/reliability.json`` runs them all and writes the
+document :func:`summary` builds; the docs build renders it with :func:`markdown`.  A verdict is
+``pass`` or one of :data:`VERDICTS`.
 """
 
 from __future__ import annotations
@@ -21,41 +11,26 @@ from __future__ import annotations
 import os
 import platform
 from collections.abc import Sequence
+from typing import Any
 
-from ._attack_base import CLASSES, PRELUDE, TYPED, Attack
-from ._attacks_inputs import INPUT_ATTACKS
-from ._attacks_outputs import OUTPUT_ATTACKS
-from .isolated import Outcome, run_isolated
+from fbnops._version import __version__
 
-__all__ = ["Attack", "ATTACKS", "CLASSES", "PRELUDE", "VERDICTS", "markdown", "run_attack", "summary"]
+__all__ = ["CLASSES", "VERDICTS", "summary", "markdown"]
 
-ATTACKS: list[Attack] = [*INPUT_ATTACKS, *OUTPUT_ATTACKS]
+CLASSES = {
+    1: "memory safety of the mirrors",
+    2: "fork",
+    3: "memory guard",
+    4: "thread counts",
+    5: "malformed files",
+    6: "silent wrong answers",
+    7: "typed errors",
+    8: "nothing lost",
+}
 VERDICTS = ("crash", "hang", "untyped", "wrong type", "wrong")  # every verdict but "pass" is a failure
 
 
-def run_attack(attack: Attack, timeout: float | None = None) -> tuple[str, Outcome]:
-    """``(verdict, outcome)``: ``pass`` or one of :data:`VERDICTS`."""
-    outcome = run_isolated(
-        PRELUDE + "\n" + attack.code,
-        timeout=timeout or attack.timeout,
-        typed=TYPED,
-        memory_limit=16 << 30,
-        env=dict(attack.env),
-    )
-    if outcome.kind in ("crash", "hang"):
-        return outcome.kind, outcome
-    if outcome.kind == "error":
-        if outcome.error_type.endswith("AssertionError"):
-            return "wrong", outcome
-        if not outcome.typed:
-            return "untyped", outcome
-        if attack.expect == "ok":
-            return "wrong", outcome
-        return ("pass" if attack.raises_match(outcome.mro) else "wrong type"), outcome
-    return ("wrong" if attack.expect == "error" else "pass"), outcome
-
-
-def _outcome_line(outcome: Outcome) -> str:
+def _outcome_line(outcome: Any) -> str:
     if outcome.kind == "error":
         text = f"{outcome.error_type}: {outcome.message}"
     elif outcome.kind == "crash":
@@ -65,10 +40,10 @@ def _outcome_line(outcome: Outcome) -> str:
     return " ".join(text.split())[:300]
 
 
-def summary(results: Sequence[tuple[Attack, str, Outcome]], seconds: float, jobs: int) -> dict:
-    """The JSON document of one run: per-class counts and every attack's verdict."""
-    import fbnops
-
+def summary(results: Sequence[tuple[Any, str, Any]], seconds: float, jobs: int) -> dict:
+    """The JSON document of one run from ``(attack, verdict, outcome)`` triples: per-class counts and
+    every attack's verdict (an attack has ``cls``, ``name``, ``expect``, ``raises``; an outcome is a
+    :class:`fbnops.testing.Outcome`)."""
     classes: dict[str, dict] = {}
     for attack, verdict, _ in results:
         row = classes.setdefault(str(attack.cls), {"name": CLASSES[attack.cls], "tried": 0, "pass": 0,
@@ -76,15 +51,21 @@ def summary(results: Sequence[tuple[Attack, str, Outcome]], seconds: float, jobs
         row["tried"] += 1
         row[verdict] += 1
     return {
-        "fbnops": fbnops.__version__,
+        "fbnops": __version__,
         "python": platform.python_version(),
         "cores": len(os.sched_getaffinity(0)),
         "jobs": jobs,
         "seconds": round(seconds, 1),
         "classes": dict(sorted(classes.items(), key=lambda kv: int(kv[0]))),
         "attacks": [
-            {"class": a.cls, "name": a.name, "expect": a.expect, "raises": a.raises, "verdict": v,
-             "outcome": _outcome_line(o)}
+            {
+                "class": a.cls,
+                "name": a.name,
+                "expect": a.expect,
+                "raises": a.raises,
+                "verdict": v,
+                "outcome": _outcome_line(o),
+            }
             for a, v, o in results
         ],  # fmt: skip
     }
