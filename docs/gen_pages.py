@@ -153,7 +153,7 @@ def reliability_figures() -> str:
     path = Path("docs/assets/reliability.json")
     if not path.exists():
         return "*No run is committed yet: run* `python benchmarks/reliability.py --json " + str(path) + "`.\n"
-    from fbnops.testing.attacks import markdown
+    from fbnops.tools.bench.attack_report import markdown
 
     return markdown(json.loads(path.read_text()))
 
