@@ -78,7 +78,10 @@ def test_tree_blocks_tile_every_range_and_the_total_does_not_depend_on_the_split
         assert covered == list(range(13)), sizes
         got = fd.ThreadComm(len(sizes)).run(
             lambda c, st=starts, sz=sizes: _tree.tree_total(
-                c, leaves[st[c.rank] : st[c.rank] + sz[c.rank]], sz, np.full(3, float(c.rank))
+                c,
+                _tree.local_nodes(leaves[st[c.rank] : st[c.rank] + sz[c.rank]], int(st[c.rank]), 13),
+                sz,
+                np.full(3, float(c.rank)),
             )
         )
         assert all(g.tobytes() == want.tobytes() for _, g in got), sizes
