@@ -100,8 +100,10 @@ def block_sums(
     dy: np.ndarray | None,
     mean: np.ndarray | None,
     spans: Sequence[tuple[int, int]],
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``(len(spans), K)``: the tree sum of each block ``(first row, rows)`` of this rank's one-row samples.
+    """``(len(spans), K)`` (into ``out`` if given): the tree sum of each block ``(first row, rows)`` of
+    this rank's one-row samples.
 
     ``x``, ``dy``: ``(S, C, 1)`` rows; ``K`` is ``C`` (``SUM_X``, ``SUM_SQ``) or ``2 * C``
     (``SUM_GRAD``: ``[dy, dy * (x - mean)]`` side by side, as the kernels' per-sample sums).
@@ -111,9 +113,9 @@ def block_sums(
         threads = threads_for(x.size)
         if threads > 1:
             note_parallel()
-        return kernel.block_sums(mode, x, dy, mean, np.asarray(spans, np.intp).reshape(-1, 2), threads)
+        return kernel.block_sums(mode, x, dy, mean, np.asarray(spans, np.intp).reshape(-1, 2), threads, out)
     leaves = _leaves(mode, x, dy, mean)
-    out = np.empty((len(spans), leaves.shape[1]))
+    out = np.empty((len(spans), leaves.shape[1])) if out is None else out
     for j, (lo, n) in enumerate(spans):
         out[j] = _tree.subtree(leaves[lo : lo + n], overwrite=True)
     return out
@@ -136,9 +138,10 @@ class Partials:
     def whole(self) -> np.ndarray:
         return self.kernel(None)
 
-    def blocks(self, start: int, total: int) -> np.ndarray:
-        """``(nblocks, K)``: this rank's aligned blocks' tree sums (its first sample is global ``start``)."""
+    def blocks(self, start: int, total: int, out: np.ndarray | None = None) -> np.ndarray:
+        """``(nblocks, K)`` (into ``out`` if given): this rank's aligned blocks' tree sums (its first
+        sample is global ``start``)."""
         if self.single_rows:
-            return block_sums(self.mode, *self.arrays, _tree.spans(start, self.samples, total))
+            return block_sums(self.mode, *self.arrays, _tree.spans(start, self.samples, total), out)
         leaves = np.ascontiguousarray(self.kernel(self.rows_per_sample), np.float64).reshape(self.samples, -1)
-        return _tree.local_nodes(leaves, start, total, overwrite=True)  # the stage's own array: the workspace
+        return _tree.local_nodes(leaves, start, total, overwrite=True, out=out)  # the stage's array: a workspace

@@ -161,18 +161,19 @@ class Run:
         """Elements per channel over the global batch (after the first collective)."""
         return int(self.headers[:, 2].sum())
 
-    def tree(self, stage: str, block_sums: Callable[[int, int], np.ndarray] | None, width: int) -> np.ndarray:
+    def tree(self, stage: str, block_sums: Callable[..., np.ndarray] | None, width: int) -> np.ndarray:
         """The canonical-tree total of every rank's per-sample leaves (see :mod:`._tree`), after the
-        header round: ``block_sums(start, total)`` gives this rank's aligned blocks' sums
-        ``(nblocks, width)``, run as the stage ``stage`` (None: a rank without rows)."""
+        header round: ``block_sums(start, total, out)`` writes this rank's aligned blocks' sums
+        into ``out`` ``(nblocks, width)``, run as the stage ``stage`` (None: a rank without rows)."""
         counts = [int(c) for c in self.headers[:, 1]]
         start, total = sum(counts[: self.comm.rank]), sum(counts)
-        values = self.stage(stage, block_sums, start, total) if block_sums is not None else None
-        if values is None or self.failed:  # zeros: the status in the head row says why
-            values = np.zeros((len(_tree.blocks(start, start + counts[self.comm.rank], total)), width))
-        head = np.zeros(width)
-        head[0] = self.header.values[0]
-        heads, total_sums = _tree.tree_total(self.comm, values, counts, head)
+        nblocks = len(_tree.blocks(start, start + counts[self.comm.rank], total))
+        payload = np.empty((1 + nblocks, width))  # the head row (this rank's status), then the blocks
+        if block_sums is None or self.stage(stage, block_sums, start, total, payload[1:]) is None or self.failed:
+            payload[1:] = 0.0  # the status says why
+        payload[0] = 0.0
+        payload[0, 0] = self.header.values[0]
+        heads, total_sums = _tree.tree_total(self.comm, payload, counts)
         self._check_status(heads)
         return total_sums
 

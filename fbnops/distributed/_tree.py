@@ -65,28 +65,29 @@ def spans(start: int, count: int, total: int) -> list[tuple[int, int]]:
     return out
 
 
-def local_nodes(leaves: np.ndarray, start: int, total: int, *, overwrite: bool = False) -> np.ndarray:
-    """This rank's block values ``(nblocks, K)`` from its leaves ``(samples, K)`` (the rank's first is ``start``)."""
+def local_nodes(
+    leaves: np.ndarray, start: int, total: int, *, overwrite: bool = False, out: np.ndarray | None = None
+) -> np.ndarray:
+    """This rank's block values ``(nblocks, K)`` (into ``out`` if given) from its leaves ``(samples, K)``
+    (the rank's first sample is ``start``)."""
     rows = spans(start, leaves.shape[0], total)
-    values = np.empty((len(rows), leaves.shape[1]), np.float64)
+    values = np.empty((len(rows), leaves.shape[1]), np.float64) if out is None else out
     for j, (lo, n) in enumerate(rows):
         values[j] = subtree(leaves[lo : lo + n], overwrite=overwrite)
     return values
 
 
-def tree_total(
-    comm: Communicator, values: np.ndarray, samples: Sequence[int], head: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every rank's ``head`` row ``(size, K)`` and the canonical-tree total, on every rank, from each
-    rank's block ``values`` (``(len(blocks(...)), K)``: see :func:`spans`) in one ``allgatherv``
-    (the head row travels before the rank's nodes)."""
+def tree_total(comm: Communicator, payload: np.ndarray, samples: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Every rank's head row ``(size, K)`` and the canonical-tree total, on every rank, in one ``allgatherv``.
+
+    ``payload`` ``(1 + nblocks, K)``: this rank's head row, then its block values (the nodes of
+    :func:`blocks`, from :func:`spans`' rows).
+    """
     samples = [int(s) for s in samples]
     total = sum(samples)
-    width = head.size
+    width = payload.shape[1]
     starts = list(itertools.accumulate(samples, initial=0))[:-1]
     nodes = [blocks(s, s + n, total) for s, n in zip(starts, samples, strict=True)]
-    payload = np.empty((1 + len(values), width))
-    payload[0], payload[1:] = head, values
     gathered = comm.allgatherv(payload, [1 + len(b) for b in nodes])
     heads = np.array([g[0] for g in gathered])
     if total == 0:

@@ -10,6 +10,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from ._fp cimport fb_bf16, fb_half, load, storage_t
+from ._openmp cimport omp_get_thread_num
 
 cnp.import_array()
 
@@ -151,18 +152,21 @@ cdef void _tile(int mode, const storage_t* x, const storage_t* dy, const float* 
 cdef void _run(int mode, const storage_t* x, const storage_t* dy, const float* m, Py_ssize_t C,
                const Py_ssize_t* spans, Py_ssize_t nblocks, double* rows, Py_ssize_t levels, double* out,
                Py_ssize_t tile, int nthreads) noexcept nogil:
+    """The tiles shared among ``nthreads`` threads; ``rows``: one tile's workspace per thread."""
     cdef Py_ssize_t j, ntiles = (C + tile - 1) // tile
     cdef Py_ssize_t per_tile = (levels + 1) * (2 * tile if mode == LEAF_GRAD else tile)
-    for j in prange(ntiles, schedule="static", num_threads=nthreads, use_threads_if=ntiles > 1):
-        _tile(mode, x, dy, m, C, spans, nblocks, rows + j * per_tile, levels, out, j * tile, min(tile, C - j * tile))
+    for j in prange(ntiles, schedule="static", num_threads=nthreads, use_threads_if=nthreads > 1):
+        _tile(mode, x, dy, m, C, spans, nblocks, rows + omp_get_thread_num() * per_tile, levels, out, j * tile,
+              min(tile, C - j * tile))
 
 
-def block_sums(int mode, x, dy, center, spans, int num_threads=1):
+def block_sums(int mode, x, dy, center, spans, int num_threads=1, out=None):
     """``(len(spans), K)`` float64: the canonical tree's sum of each block of rows of ``x``.
 
     ``x`` (and ``dy``): C-contiguous ``(S, C)`` (or ``(S, C, 1)``) float32, float16 or bfloat16;
     ``center``: float32 ``(C,)`` (the sum of squares and the gradient); ``spans``: int64
-    ``(nblocks, 2)`` of (first row, rows), each an aligned block of the tree (or its clipped end).
+    ``(nblocks, 2)`` of (first row, rows), each an aligned block of the tree (or its clipped end);
+    ``out``: where to write them (C-contiguous float64 ``(nblocks, K)``), else a new array.
     """
     if mode < LEAF_X or mode > LEAF_GRAD:
         raise ValueError(f"unknown leaf mode {mode}")
@@ -188,17 +192,21 @@ def block_sums(int mode, x, dy, center, spans, int num_threads=1):
         while (ps[2 * b + 1] >> levels) > 0:
             levels += 1
     cdef Py_ssize_t K = 2 * C if mode == LEAF_GRAD else C
-    out = np.empty((nblocks, K), np.float64)
+    if out is None:
+        out = np.empty((nblocks, K), np.float64)
+    elif (not isinstance(out, np.ndarray) or out.dtype != np.float64 or not out.flags.c_contiguous
+          or out.shape != (nblocks, K)):
+        raise ValueError(f"out must be a C-contiguous float64 ({nblocks}, {K}) array")
     if nblocks == 0 or K == 0:
         return out
     cdef double* po = <double*> cnp.PyArray_DATA(out)
     cdef Py_ssize_t tile = TILE_DOUBLES // 2 if mode == LEAF_GRAD else TILE_DOUBLES
     cdef Py_ssize_t ntiles = (C + tile - 1) // tile
     cdef Py_ssize_t per_tile = (levels + 1) * (2 * tile if mode == LEAF_GRAD else tile)  # _tile's rows
-    cdef double* rows = <double*> malloc(ntiles * per_tile * sizeof(double))
+    cdef int nthreads = max(1, min(num_threads, ntiles))
+    cdef double* rows = <double*> malloc(nthreads * per_tile * sizeof(double))  # small: no fresh pages
     if rows == NULL:
         raise MemoryError()
-    cdef int nthreads = max(num_threads, 1)
     cdef void* px = cnp.PyArray_DATA(xa)
     cdef void* pd = cnp.PyArray_DATA(da)
     cdef const float* pm = <const float*> cnp.PyArray_DATA(ma)
