@@ -78,10 +78,11 @@ def local_nodes(
 
 
 def tree_total(comm: Communicator, payload: np.ndarray, samples: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Every rank's head row ``(size, K)`` and the canonical-tree total, on every rank, in one ``allgatherv``.
+    """Every rank's head word ``(size, 1)`` and the canonical-tree total, on every rank, in one ``allgatherv``.
 
-    ``payload`` ``(1 + nblocks, K)``: this rank's head row, then its block values (the nodes of
-    :func:`blocks`, from :func:`spans`' rows).
+    ``payload`` ``(1 + nblocks, K)``: this rank's head row (its first element is the word that
+    travels: the rank's status), then its block values (the nodes of :func:`blocks`, from
+    :func:`spans`' rows).
     """
     samples = [int(s) for s in samples]
     total = sum(samples)
@@ -89,7 +90,7 @@ def tree_total(comm: Communicator, payload: np.ndarray, samples: Sequence[int]) 
     starts = list(itertools.accumulate(samples, initial=0))[:-1]
     nodes = [blocks(s, s + n, total) for s, n in zip(starts, samples, strict=True)]
     gathered = comm.allgatherv(payload, [1 + len(b) for b in nodes])
-    heads = np.array([g[0] for g in gathered])
+    heads = np.array([g[0, :1] for g in gathered])  # the status words (the rest of the row is padding)
     if total == 0:
         return heads, np.zeros(width)
     known: dict[tuple[int, int], np.ndarray] = {}
