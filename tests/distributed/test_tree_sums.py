@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dist_helpers import batch, differing_bits, order_sensitive_batch, sharded_step, step
+from dist_helpers import batch, differing_bits, one_row_slice, order_sensitive_batch, sharded_step, step
 
 from fbnops import distributed as fd
 from fbnops.distributed import _rows, _tree
@@ -113,14 +113,9 @@ def test_bad_blocks_are_refused_before_any_row_is_read():
         kernel.block_sums(_rows.SUM_SQ, x, None, np.zeros(2, np.float32), np.array([[0, 4]]), 1)
 
 
-def _one_by_one(b: dict) -> dict:
-    """The batch's N x 1 x 1 x C slice: one row of C values per sample."""
-    return dict(b, x=np.ascontiguousarray(b["x"][:, :1, :1]), dy=np.ascontiguousarray(b["dy"][:, :1, :1]))
-
-
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_one_row_layers_are_the_same_bits_on_every_split_compiled_or_not(dtype):
-    b = _one_by_one(batch(n=13, c=300, dtype=dtype, seed=5))
+    b = one_row_slice(batch(n=13, c=300, dtype=dtype, seed=5))
     want = step(fd.SerialComm(), b, reproducible=True)
     before = _rows.use_kernel(False)
     try:
@@ -133,7 +128,7 @@ def test_one_row_layers_are_the_same_bits_on_every_split_compiled_or_not(dtype):
 
 
 def test_one_row_layers_on_order_sensitive_data():
-    b = _one_by_one(order_sensitive_batch(n=11, c=5))
+    b = one_row_slice(order_sensitive_batch(n=11, c=5))
     serial = step(fd.SerialComm(), b, reproducible=True)
     default = [differing_bits(sharded_step(b, s)[0], serial) for s in ([4, 7], [1, 5, 5])]
     assert any(default), "the data does not make the order of addition visible"
