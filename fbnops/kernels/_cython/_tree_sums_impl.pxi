@@ -21,7 +21,7 @@ cdef enum:
     LEAF_GRAD = 2
 SUM_X, SUM_SQ, SUM_GRAD = LEAF_X, LEAF_SQ, LEAF_GRAD
 DEF MAX_LEVELS = 64
-DEF TILE_DOUBLES = 256  # a tile's row of partials: its levels (~20 rows) stay in L1
+DEF TILE_DOUBLES = 1024  # at most, a tile's row of partials (8 KiB): measured fastest at 256x2048 (256: 1.2-1.4x)
 
 
 cdef inline Py_ssize_t _trailing_ones(Py_ssize_t i) noexcept nogil:
@@ -200,7 +200,10 @@ def block_sums(int mode, x, dy, center, spans, int num_threads=1, out=None):
     if nblocks == 0 or K == 0:
         return out
     cdef double* po = <double*> cnp.PyArray_DATA(out)
+    # channels per tile: as many as fit TILE_DOUBLES, but enough tiles for every thread (8-aligned);
+    # each channel's additions are the same whatever the tiling: the bits do not depend on it
     cdef Py_ssize_t tile = TILE_DOUBLES // 2 if mode == LEAF_GRAD else TILE_DOUBLES
+    tile = max(8, min(tile, ((C + max(num_threads, 1) - 1) // max(num_threads, 1) + 7) // 8 * 8))
     cdef Py_ssize_t ntiles = (C + tile - 1) // tile
     cdef Py_ssize_t per_tile = (levels + 1) * (2 * tile if mode == LEAF_GRAD else tile)  # _tile's rows
     cdef int nthreads = max(1, min(num_threads, ntiles))
