@@ -19,7 +19,8 @@ the same order as the NumPy definition: the same bits (NaNs aside: which of two 
 keeps is the compiler's choice, here as in NumPy's own loops).
 
 Channels are independent, so the work is split into tiles of up to 1,024 partials per level
-(the stack stays in L2 while the rows stream past), shared among the threads.  ``_tree_sums_avx2`` is the same source built for x86-64-v3.
+(the stack stays in L2 while the rows stream past), shared among the threads.
+``_tree_sums_avx2`` is the same source built for x86-64-v3.
 """
 
 SIMD_VARIANT = "baseline"
