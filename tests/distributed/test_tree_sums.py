@@ -135,3 +135,21 @@ def test_one_row_layers_on_order_sensitive_data():
     for sizes in ([4, 7], [1, 5, 5], [0, 11], [8, 3]):
         for r in sharded_step(b, sizes, reproducible=True):
             assert not differing_bits(r, serial, keys=("batch_mean", "reserve_space_2", "offset_backprop")), sizes
+
+
+def test_the_portable_and_the_x86_64_v3_builds_give_the_same_bits():
+    _compiled()
+    from fbnops.kernels._cython import _tree_sums, batch_norm
+
+    if not batch_norm.cpu_has_x86_64_v3():
+        pytest.skip("this CPU cannot run the x86-64-v3 build")
+    from fbnops.kernels._cython import _tree_sums_avx2
+
+    rng = np.random.default_rng(11)
+    for dtype in DTYPES:
+        x, dy, mean = _data(rng, 100, 300, dtype, special=True)
+        spans = np.asarray(_tree.spans(37, 63, 100)).reshape(-1, 2)  # the last rank of a 37 + 63 split
+        for mode in (_rows.SUM_X, _rows.SUM_SQ, _rows.SUM_GRAD):
+            a = _tree_sums.block_sums(mode, x[37:], dy[37:], mean, spans, 1)
+            b = _tree_sums_avx2.block_sums(mode, x[37:], dy[37:], mean, spans, 2)
+            assert _same(a, b), (dtype, mode)
