@@ -98,8 +98,9 @@ extensions = [
         depends=[f"{KERNEL_DIR}/{f}" for f in KERNEL_INCLUDES],
     )
     # the portable build, the same source for x86-64-v3 (AVX2, FMA, F16C), and the tools
-    # beside the kernels (the benchmarks' streaming floor, the tests' hooks), the output pool
-    for name in ("batch_norm", "batch_norm_avx2", "_tools", "_outputs")
+    # beside the kernels (the benchmarks' streaming floor, the tests' hooks), the output pool,
+    # the reproducible tree's block sums over one-row samples (portable and x86-64-v3)
+    for name in ("batch_norm", "batch_norm_avx2", "_tools", "_outputs", "_tree_sums", "_tree_sums_avx2")
 ]
 
 setup(

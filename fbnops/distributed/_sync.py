@@ -161,17 +161,21 @@ class Run:
         """Elements per channel over the global batch (after the first collective)."""
         return int(self.headers[:, 2].sum())
 
-    def tree(self, leaves: np.ndarray | None, width: int) -> np.ndarray:
-        """The canonical-tree total of every rank's per-sample ``leaves`` (see :mod:`._tree`)."""
-        counts = self.headers[:, 1].astype(np.int64)
-        if leaves is None or self.failed:
-            leaves = np.zeros((int(counts[self.comm.rank]), width))
-        head = np.zeros(width)
-        head[0] = self.header.values[0]
-        leaves = np.ascontiguousarray(leaves, dtype=np.float64)  # this op's own: the tree's workspace
-        heads, total = _tree.tree_total(self.comm, leaves, counts, head, overwrite=True)
+    def tree(self, stage: str, block_sums: Callable[..., np.ndarray] | None, width: int) -> np.ndarray:
+        """The canonical-tree total of every rank's per-sample leaves (see :mod:`._tree`), after the
+        header round: ``block_sums(start, total, out)`` writes this rank's aligned blocks' sums
+        into ``out`` ``(nblocks, width)``, run as the stage ``stage`` (None: a rank without rows)."""
+        counts = [int(c) for c in self.headers[:, 1]]
+        start, total = sum(counts[: self.comm.rank]), sum(counts)
+        nblocks = len(_tree.blocks(start, start + counts[self.comm.rank], total))
+        payload = np.empty((1 + nblocks, width))  # the head row (this rank's status), then the blocks
+        if block_sums is None or self.stage(stage, block_sums, start, total, payload[1:]) is None or self.failed:
+            payload[1:] = 0.0  # the status says why
+        payload[0] = 0.0
+        payload[0, 0] = self.header.values[0]
+        heads, total_sums = _tree.tree_total(self.comm, payload, counts)
         self._check_status(heads)
-        return total
+        return total_sums
 
     def close(self) -> None:
         """The status round: a stage that failed after the last collective still reaches every rank."""

@@ -12,13 +12,14 @@ every rank then finishes the same tree from the same nodes, in the same order.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
 
 from .comm import Communicator
 
-__all__ = ["blocks", "subtree", "tree_total"]
+__all__ = ["blocks", "spans", "subtree", "local_nodes", "tree_total"]
 
 
 def _levels(total: int) -> int:
@@ -55,38 +56,46 @@ def subtree(leaves: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
     return np.array(a[0], copy=True)
 
 
-def local_nodes(
-    leaves: np.ndarray, start: int, total: int, *, overwrite: bool = False
-) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """This rank's block nodes and their values ``(nblocks, K)`` from its leaves ``(stop - start, K)``."""
-    nodes = blocks(start, start + leaves.shape[0], total)
-    values = np.empty((len(nodes), leaves.shape[1]), np.float64)
-    for j, (level, index) in enumerate(nodes):
+def spans(start: int, count: int, total: int) -> list[tuple[int, int]]:
+    """This rank's blocks as local rows ``(first, rows)`` of its ``count`` samples (clipped at ``total``)."""
+    out = []
+    for level, index in blocks(start, start + count, total):
         lo = (index << level) - start
-        values[j] = subtree(leaves[lo : min(lo + (1 << level), leaves.shape[0])], overwrite=overwrite)
-    return nodes, values
+        out.append((lo, min(1 << level, count - lo)))
+    return out
 
 
-def tree_total(
-    comm: Communicator, leaves: np.ndarray, samples: Sequence[int], head: np.ndarray, *, overwrite: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every rank's ``head`` row ``(size, K)`` and the canonical-tree total of every rank's per-sample
-    ``leaves``, on every rank (one ``allgatherv``: the head row travels before the rank's nodes).
-    ``overwrite=True``: ``leaves`` (float64) may serve as the workspace."""
+def local_nodes(
+    leaves: np.ndarray, start: int, total: int, *, overwrite: bool = False, out: np.ndarray | None = None
+) -> np.ndarray:
+    """This rank's block values ``(nblocks, K)`` (into ``out`` if given) from its leaves ``(samples, K)``
+    (the rank's first sample is ``start``)."""
+    rows = spans(start, leaves.shape[0], total)
+    values = np.empty((len(rows), leaves.shape[1]), np.float64) if out is None else out
+    for j, (lo, n) in enumerate(rows):
+        values[j] = subtree(leaves[lo : lo + n], overwrite=overwrite)
+    return values
+
+
+def tree_total(comm: Communicator, payload: np.ndarray, samples: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Every rank's head word ``(size, 1)`` and the canonical-tree total, on every rank, in one ``allgatherv``.
+
+    ``payload`` ``(1 + nblocks, K)``: this rank's head row (its first element is the word that
+    travels: the rank's status), then its block values (the nodes of :func:`blocks`, from
+    :func:`spans`' rows).
+    """
     samples = [int(s) for s in samples]
     total = sum(samples)
-    width = leaves.shape[1]
-    starts = np.concatenate([[0], np.cumsum(samples)[:-1]]).astype(int)
-    _, values = local_nodes(leaves, int(starts[comm.rank]), total, overwrite=overwrite)
-    rows = [1 + len(blocks(int(s), int(s) + n, total)) for s, n in zip(starts, samples, strict=True)]
-    gathered = comm.allgatherv(np.concatenate([head.reshape(1, width), values]), rows)
-    heads = np.stack([g[0] for g in gathered])
+    width = payload.shape[1]
+    starts = list(itertools.accumulate(samples, initial=0))[:-1]
+    nodes = [blocks(s, s + n, total) for s, n in zip(starts, samples, strict=True)]
+    gathered = comm.allgatherv(payload, [1 + len(b) for b in nodes])
+    heads = np.array([g[0, :1] for g in gathered])  # the status words (the rest of the row is padding)
     if total == 0:
         return heads, np.zeros(width)
     known: dict[tuple[int, int], np.ndarray] = {}
-    for s, n, vals in zip(starts, samples, gathered, strict=True):
-        for node, v in zip(blocks(int(s), int(s) + n, total), vals[1:], strict=True):
-            known[node] = v
+    for rank_nodes, vals in zip(nodes, gathered, strict=True):
+        known.update(zip(rank_nodes, vals[1:], strict=True))
 
     def node(level: int, index: int) -> np.ndarray:
         if (level, index) in known:

@@ -141,7 +141,7 @@ def _validate(op: str, inputs: dict, attrs: dict, extra: dict, rows: tuple[str, 
 
 
 def _synchronized(
-    run: Run, shard: _Shard | None, stage: str, sums: Callable[[int | None], np.ndarray], width: int, reproducible: bool
+    run: Run, shard: _Shard | None, stage: str, sums: _rows.Partials, width: int, reproducible: bool
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The global total of the per-channel ``sums`` (the op's first collective, which carries the header).
 
@@ -149,22 +149,20 @@ def _synchronized(
     """
     rows = shard is not None and not shard.empty
     if not reproducible:
-        local = run.stage(stage, sums, None) if rows else None
+        local = run.stage(stage, sums.whole) if rows else None
         return run.total(local, width), local
-    # Reproducible: per-sample leaves first, then the header round (with a payload of the default
-    # length, so that a rank that disagrees on the mode is caught there): the tree needs every count.
-    leaves = run.stage(stage, lambda: sums(shard.rows_per_sample).reshape(shard.samples, width)) if rows else None
+    # Reproducible: the header round first (with a payload of the default length, so that a rank
+    # that disagrees on the mode is caught there): the tree's blocks need every rank's count.
     run.total(None, width)
     if run.count == 0 or width == 0:
         return np.zeros(width), None
-    return run.tree(leaves, width), None
+    return run.tree(stage, sums.blocks if rows else None, width), None
 
 
-def _per_sample(shard: _Shard | None, kernel: Callable, single_rows: Callable) -> Callable[[int | None], np.ndarray]:
-    """``kernel(rows_per_sample)``, except per sample when each sample is one row: the same bits, vectorized."""
-    if shard is None or not shard.single_rows:
-        return kernel
-    return lambda rps: kernel(None) if rps is None else single_rows()
+def _per_sample(shard: _Shard | None, kernel: Callable, mode: int, *arrays) -> _rows.Partials:
+    """``kernel(rows_per_sample)``'s sums, whole or as the reproducible tree's blocks (see :class:`_rows.Partials`)."""
+    layout = (0, 1, False) if shard is None else (shard.samples, shard.rows_per_sample, shard.single_rows)
+    return _rows.Partials(kernel, mode, arrays, *layout)
 
 
 _COMM_TYPES: set[type] = set()  # types seen to follow the protocol (the Protocol isinstance takes ~40 us)
@@ -225,18 +223,15 @@ def forward(comm: Communicator, inputs: dict, attrs: dict, reproducible: bool) -
     header, a, attrs, shard = _validate(op, inputs, attrs, {"reproducible": reproducible}, ("x",))
     run, st, C = Run(comm, header), _stages(), header.channels
     xv = shard.views["x"] if shard is not None else None
-    sums_x = _per_sample(shard, lambda rps: st.sum_x(xv, rows_per_sample=rps), lambda: _rows.sum_x(xv))
+    sums_x = _per_sample(shard, lambda rps: st.sum_x(xv, rows_per_sample=rps), _rows.SUM_X, xv, None, None)
     sum_x, _ = _synchronized(run, shard, "sum_x", sums_x, C, reproducible)
     n = run.count
     if n == 0 or C == 0:  # an empty global batch: the op's own outputs for it
         return _ForwardOutput(*empty_batch_outputs(shard.output(None), C, is_training=True)), n
     center = run.stage("finish_mean", lambda: st.finish_mean(sum_x, n))
     if reproducible:
-        sq = _per_sample(
-            shard, lambda rps: st.sum_sq(xv, center, rows_per_sample=rps), lambda: _rows.sum_sq(xv, center)
-        )
-        leaves = lambda: sq(shard.rows_per_sample).reshape(shard.samples, C)  # noqa: E731
-        sum_sq = run.tree(run.stage("sum_sq", leaves) if xv is not None else None, C)
+        sq = _per_sample(shard, lambda rps: st.sum_sq(xv, center, rows_per_sample=rps), _rows.SUM_SQ, xv, None, center)
+        sum_sq = run.tree("sum_sq", sq.blocks if xv is not None else None, C)
     else:
         sum_sq = run.total(run.stage("sum_sq", lambda: st.sum_sq(xv, center)) if xv is not None else None, C)
     eps = attrs.get("epsilon")
@@ -298,7 +293,7 @@ def FusedBatchNormGradV3(
     if shard is not None:
         xv, dyv, center = shard.views["x"], shard.views["y_backprop"], contiguous(a["reserve_space_1"])
     sums = _per_sample(
-        shard, lambda rps: st.sum_grad(xv, dyv, center, rows_per_sample=rps), lambda: _rows.sum_grad(xv, dyv, center)
+        shard, lambda rps: st.sum_grad(xv, dyv, center, rows_per_sample=rps), _rows.SUM_GRAD, xv, dyv, center
     )
     total, local = _synchronized(run, shard, "sum_grad", sums, 2 * C, reproducible)
     n = run.count
@@ -313,7 +308,7 @@ def FusedBatchNormGradV3(
     params = finished
     if param_grads == "local":  # this shard's own sums (zeros for an empty shard)
         if local is None:
-            local = run.stage("sum_grad", sums, None) if xv is not None else np.zeros((2, C))
+            local = run.stage("sum_grad", sums.whole) if xv is not None else np.zeros((2, C))
         params = run.stage("finish_grad", finish, local)
     dx = run.stage("apply_grad", lambda: shard.output(st.apply_grad(xv, dyv, finished[2]) if xv is not None else None))
     run.close()

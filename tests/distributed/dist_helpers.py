@@ -47,6 +47,24 @@ def order_sensitive_batch(n=7, c=3, data_format="NHWC", dtype="float32", seed=0)
     return dict(b, x=x.astype(dt), dy=b["dy"].astype(dt))
 
 
+def one_row_slice(b: dict) -> dict:
+    """The batch's N x 1 x 1 x C slice (NHWC): each sample one row of C values (a 1x1 layer)."""
+    return dict(b, x=np.ascontiguousarray(b["x"][:, :1, :1]), dy=np.ascontiguousarray(b["dy"][:, :1, :1]))
+
+
+# The batches the MPI worker runs (tests/distributed/mpi_worker.py) and test_engines checks.
+MPI_CASES = {
+    "nhwc_f32": dict(data_format="NHWC", dtype="float32"),
+    "ncdhw_f16": dict(data_format="NCDHW", dtype="float16"),
+    "nhwc1x1_bf16": dict(data_format="NHWC", dtype="bfloat16", one_row=True),  # the one-pass tree sums
+}
+
+
+def case_batch(n: int, data_format: str, dtype: str, one_row: bool = False) -> dict:
+    b = batch(n=n, data_format=data_format, dtype=dtype)
+    return one_row_slice(b) if one_row else b
+
+
 def split(a: np.ndarray, sizes) -> list[np.ndarray]:
     return np.split(a, np.cumsum(sizes)[:-1])
 

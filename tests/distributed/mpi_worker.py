@@ -15,17 +15,12 @@ import numpy as np
 HERE = Path(__file__).parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from dist_helpers import PER_CHANNEL, ROWS, batch, split, step  # noqa: E402
+from dist_helpers import MPI_CASES, PER_CHANNEL, ROWS, batch, case_batch, split, step  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 from fbnops import distributed as fd  # noqa: E402
 from fbnops.distributed import _sync  # noqa: E402
 from fbnops.errors import InvalidArgumentError  # noqa: E402
-
-CASES = {
-    "nhwc_f32": dict(data_format="NHWC", dtype="float32"),
-    "ncdhw_f16": dict(data_format="NCDHW", dtype="float16"),
-}
 
 
 def main(out: str, sizes: list[int]) -> None:
@@ -33,8 +28,8 @@ def main(out: str, sizes: list[int]) -> None:
     comm = fd.from_mpi4py(world)
     saved = {}
     allgather_up_to = _sync.REDUCE_SCATTER_FROM
-    for name, case in CASES.items():
-        b = batch(n=sum(sizes), **case)
+    for name, case in MPI_CASES.items():
+        b = case_batch(sum(sizes), **case)
         mine = dict(b, x=split(b["x"], sizes)[comm.rank], dy=split(b["dy"], sizes)[comm.rank])
         for mode in ("default", "reproducible", "reduce_scatter"):
             # reduce_scatter: the large-p path (MPI Alltoall + Allgather), forced at any p

@@ -76,9 +76,18 @@ def test_tree_blocks_tile_every_range_and_the_total_does_not_depend_on_the_split
             for level, i in _tree.blocks(int(s), int(s + n), 13):
                 covered += [j for j in range(i << level, (i + 1) << level) if j < 13]
         assert covered == list(range(13)), sizes
-        got = fd.ThreadComm(len(sizes)).run(
+        got = fd.ThreadComm(
+            len(sizes)
+        ).run(
             lambda c, st=starts, sz=sizes: _tree.tree_total(
-                c, leaves[st[c.rank] : st[c.rank] + sz[c.rank]], sz, np.full(3, float(c.rank))
+                c,
+                np.concatenate(
+                    [
+                        np.full((1, 3), float(c.rank)),  # the head row
+                        _tree.local_nodes(leaves[st[c.rank] : st[c.rank] + sz[c.rank]], int(st[c.rank]), 13),
+                    ]
+                ),
+                sz,
             )
         )
         assert all(g.tobytes() == want.tobytes() for _, g in got), sizes

@@ -10,7 +10,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from dist_helpers import PER_CHANNEL, ROWS, batch, differing_bits, single_process
+from dist_helpers import MPI_CASES, PER_CHANNEL, ROWS, case_batch, differing_bits, single_process
 
 from fbnops.distributed.demo import find_mpiexec, run_mpiexec
 from fbnops.testing import extras
@@ -45,9 +45,7 @@ def test_mpiexec_one_two_three_ranks_agree(tmp_path):
     names = {k.rsplit("/", 1)[0] for k in runs[1]}
     for case in sorted(names):
         layout, mode = case.split("/")
-        data_format = "NHWC" if layout.startswith("nhwc") else "NCDHW"
-        dtype = "float32" if layout.endswith("f32") else "float16"
-        want = single_process(batch(n=7, data_format=data_format, dtype=dtype), data_format=data_format)
+        want = single_process(case_batch(7, **MPI_CASES[layout]), data_format=MPI_CASES[layout]["data_format"])
         for p, run in runs.items():
             got = {k: run[f"{case}/{k}"] for k in PER_CHANNEL + ROWS}
             assert run[f"{case}/same_on_all_ranks"], (case, p)

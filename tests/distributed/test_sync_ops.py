@@ -95,10 +95,10 @@ def test_reproducible_mode_is_bitwise_identical_for_every_sharding(data_format, 
         assert rel_err(serial[k], want[k]) <= STAT_TOL, k
 
 
-def _rank_order_sum(comm, leaves, samples, head, **_):
-    """The mutation: each rank adds its samples in order, the ranks' totals are added in rank order."""
-    mine = np.zeros(leaves.shape[1])
-    for row in leaves:
+def _rank_order_sum(comm, payload, samples):
+    """The mutation: each rank adds its block sums in order, the ranks' totals are added in rank order."""
+    head, mine = payload[0], np.zeros(payload.shape[1])
+    for row in payload[1:]:
         mine += row
     rows = comm.allgatherv(np.stack([head, mine]), [2] * comm.size)
     return np.stack([r[0] for r in rows]), sum_in_rank_order([r[1] for r in rows])
