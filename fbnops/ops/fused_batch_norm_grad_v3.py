@@ -18,10 +18,9 @@ import numpy as np
 from ..framework.registry import register_gradient, register_op_def
 from ..specs import OpSpec, get_spec
 from .canonical import NdView
-from .execute import contiguous
 from .fused_batch_norm_grad_grad import second_order_gradient
 from .op_def import SpecOpDef
-from .shape_inference import fused_batch_norm_shape
+from .shape_inference import spec_shape
 
 __all__ = ["SPEC", "OP_DEF", "register_backward"]
 
@@ -37,11 +36,11 @@ def _backward(kernel: Callable, a: dict[str, np.ndarray], attrs: dict[str, Any])
         zeros = np.zeros(view.channels, np.float32)
         return np.empty(x.shape, x.dtype), zeros, zeros.copy(), placeholder, placeholder.copy()
     dx, dscale, doffset = kernel(
-        contiguous(x).reshape(view.view),
-        contiguous(dy).reshape(view.view),
-        contiguous(a["scale"]),
-        contiguous(a["reserve_space_1"]),
-        contiguous(a["reserve_space_2"]),
+        x.reshape(view.view),
+        dy.reshape(view.view),
+        a["scale"],
+        a["reserve_space_1"],
+        a["reserve_space_2"],
         epsilon=attrs["epsilon"],
         is_training=attrs["is_training"],
     )
@@ -50,7 +49,7 @@ def _backward(kernel: Callable, a: dict[str, np.ndarray], attrs: dict[str, Any])
 
 def register_backward(spec: OpSpec) -> SpecOpDef:
     """Register a batch-norm grad op (V1/V2/V3): V3's body and kernels, the second-order gradient."""
-    op_def = register_op_def(SpecOpDef(spec, body=_backward, shape=fused_batch_norm_shape, kernel=SPEC.name))
+    op_def = register_op_def(SpecOpDef(spec, body=_backward, shape=spec_shape, kernel=SPEC.name))
     register_gradient(spec.name)(second_order_gradient)
     return op_def
 
