@@ -129,6 +129,15 @@ def op_page(spec: OpSpec) -> str:
         ],
         "",
     ]
+    if spec.deprecation is not None:
+        d = spec.deprecation
+        lines[3:3] = [
+            f'!!! warning "Removed at GraphDef version {d.version}"',
+            f"    TensorFlow refuses this op in a GraphDef whose `versions.producer` is {d.version} or later "
+            f"(and so in its own eager and graph APIs): {d.explanation}.  fbnops runs it as TensorFlow did "
+            "before, and refuses it when an imported GraphDef's producer is too new.",
+            "",
+        ]
     if spec.gradient:  # linked when it is a public op; the spec says what it is fed
         name = (
             f"[`{spec.gradient}`]({spec.gradient}.md)"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from .op_spec import ATTR_TYPES, REQUIRED, ArgSpec, AttrSpec, AttrType, DataSpec, OpSpec, Surfaces
+from .op_spec import ATTR_TYPES, REQUIRED, ArgSpec, AttrSpec, AttrType, DataSpec, Deprecation, OpSpec, Surfaces
 
 __all__ = [
     "ArgSpec",
@@ -22,6 +22,7 @@ __all__ = [
     "AttrType",
     "ATTR_TYPES",
     "DataSpec",
+    "Deprecation",
     "OpSpec",
     "REQUIRED",
     "Surfaces",

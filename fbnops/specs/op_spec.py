@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-__all__ = ["ArgSpec", "AttrSpec", "AttrType", "ATTR_TYPES", "DataSpec", "OpSpec", "REQUIRED", "Surfaces"]
+__all__ = ["ArgSpec", "AttrSpec", "AttrType", "ATTR_TYPES", "DataSpec", "Deprecation", "OpSpec", "REQUIRED", "Surfaces"]
 
 
 class AttrType(NamedTuple):
@@ -104,6 +104,15 @@ class DataSpec:
 
 
 @dataclass(frozen=True)
+class Deprecation:
+    """TensorFlow's ``.Deprecated(version, explanation)``: GraphDefs produced at ``version`` or later
+    cannot hold the op ("Op X is not available in GraphDef version 9. It has been removed in version 9.")."""
+
+    version: int
+    explanation: str
+
+
+@dataclass(frozen=True)
 class Surfaces:
     """How each public API spells the op."""
 
@@ -134,6 +143,7 @@ class OpSpec:
     data: DataSpec | None = None
     gradient: str | None = None
     gradient_doc: str = ""  # what the registered gradient computes and is fed (the docs page says it)
+    deprecation: Deprecation | None = None
     seeds: tuple[str, ...] = field(default_factory=tuple)
 
     @property
