@@ -51,14 +51,16 @@ def java_class(spec: OpSpec, cls: str, where: str) -> str:
     """One tf-java op class: ``cls`` wraps ``spec.name`` and names its ops ``cls`` by default.
 
     Required attrs are ``create`` parameters after the inputs; optional ones are
-    ``Options`` (no ``Options`` class when there are none), as tf-java's generator does.
+    ``Options`` (no ``Options`` class when there are none); a single-output op is an
+    ``Operand`` (``asOutput()``), as tf-java's generator does.
     """
     ins = [camel(a.name) for a in spec.inputs]
     outs = [camel(a.name) for a in spec.outputs]
     required = [(camel(a.name), a) for a in spec.required_attrs]
     attrs = [(camel(a.name), a) for a in spec.optional_attrs]
     doc = [spec.summary, "", *textwrap.wrap(spec.description, 96), "", f'Java: ``{where}`` (OP_NAME = "{spec.name}").']
-    s = f"class {cls}(RawOp):\n" + doc_block(doc, "    ") + "\n"
+    bases = "RawOp, Operand" if len(outs) == 1 else "RawOp"
+    s = f"class {cls}({bases}):\n" + doc_block(doc, "    ") + "\n"
     s += f'    OP_NAME = "{spec.name}"\n\n'
     s += "    def __init__(self, operation: Operation):\n"
     s += "        super().__init__(operation, self.OP_NAME)\n"
@@ -103,6 +105,8 @@ def java_class(spec: OpSpec, cls: str, where: str) -> str:
         s += f"\n    def {o}(self) -> Output:\n"
         s += doc_block([a.doc], "        ")
         s += f"        return self._{o}\n"
+    if len(outs) == 1:
+        s += f"\n    def asOutput(self) -> Output:\n        return self._{outs[0]}\n"
     if not attrs:
         return s
     s += "\n    class Options:\n"
