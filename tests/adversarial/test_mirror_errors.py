@@ -122,9 +122,9 @@ def test_cc_any_attr_value_is_a_status(spec, attr, value):
 
 @pytest.mark.parametrize("attrs", [object(), "NHWC", 1.0, cc.ops.Placeholder.Attrs()], ids=repr)
 def test_cc_foreign_attrs_objects_are_statuses(attrs):
-    spec = SPECS[0]
+    spec = next(s for s in SPECS if s.optional_attrs)  # an op with an Attrs struct
     root = cc.Scope.NewRootScope()
-    getattr(cc.ops, spec.surfaces.cc_class)(root, *valid_inputs(spec), attrs)
+    getattr(cc.ops, spec.surfaces.cc_class)(root, *valid_inputs(spec), *examples.required_attrs(spec).values(), attrs)
     assert root.status().code() == cc.StatusCode.kInvalidArgument and "Attrs" in root.status().message()
 
 
