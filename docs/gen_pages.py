@@ -30,7 +30,8 @@ def shape_text(spec: OpSpec, kind: str) -> str:
     ranks = " or ".join(f"{r}-D" for r in data.ranks)
     if data.layout_attr is not None:
         return f"{ranks}, laid out by `{data.layout_attr}`"
-    return f"{ranks}, channels on axis {data.channel_axis}"
+    where = "the last axis" if data.channel_axis == -1 else f"axis {data.channel_axis}"
+    return f"{ranks}, channels on {where}"
 
 
 def attr_default(attr) -> str:
@@ -91,11 +92,11 @@ def op_page(spec: OpSpec) -> str:
         "",
         '=== "DirectML"',
         "",
-        *[f"    - `{mode}`: `{desc}`" for mode, desc in s.directml],
+        *([f"    - `{mode}`: `{desc}`" for mode, desc in s.directml] or ["    No equivalent operator listed."]),
         "",
         '=== "oneDNN Graph"',
         "",
-        *[f"    - `{mode}`: {desc}" for mode, desc in s.onednn],
+        *([f"    - `{mode}`: {desc}" for mode, desc in s.onednn] or ["    No equivalent operator listed."]),
         "",
         "## Inputs",
         "",
@@ -131,11 +132,11 @@ def op_page(spec: OpSpec) -> str:
     ]
     if spec.deprecation is not None:
         d = spec.deprecation
-        lines[3:3] = [
+        lines[4:4] = [
             f'!!! warning "Removed at GraphDef version {d.version}"',
-            f"    TensorFlow refuses this op in a GraphDef whose `versions.producer` is {d.version} or later "
-            f"(and so in its own eager and graph APIs): {d.explanation}.  fbnops runs it as TensorFlow did "
-            "before, and refuses it when an imported GraphDef's producer is too new.",
+            f"    TensorFlow refuses this op in a GraphDef whose `versions.producer` is {d.version} or later, "
+            f'so in its own eager and graph APIs too ("{d.explanation}"). fbnops runs it as TensorFlow '
+            "did before, and refuses it when an imported GraphDef's producer is that recent.",
             "",
         ]
     if spec.gradient:  # linked when it is a public op; the spec says what it is fed
