@@ -48,12 +48,19 @@ def doc_block(lines: list[str], indent: str) -> str:
 
 
 def java_class(spec: OpSpec, cls: str, where: str) -> str:
-    """One tf-java op class: ``cls`` wraps ``spec.name`` and names its ops ``cls`` by default."""
+    """One tf-java op class: ``cls`` wraps ``spec.name`` and names its ops ``cls`` by default.
+
+    Required attrs are ``create`` parameters after the inputs; optional ones are
+    ``Options`` (no ``Options`` class when there are none); a single-output op is an
+    ``Operand`` (``asOutput()``), as tf-java's generator does.
+    """
     ins = [camel(a.name) for a in spec.inputs]
     outs = [camel(a.name) for a in spec.outputs]
-    attrs = [(camel(a.name), a) for a in spec.attrs]
+    required = [(camel(a.name), a) for a in spec.required_attrs]
+    attrs = [(camel(a.name), a) for a in spec.optional_attrs]
     doc = [spec.summary, "", *textwrap.wrap(spec.description, 96), "", f'Java: ``{where}`` (OP_NAME = "{spec.name}").']
-    s = f"class {cls}(RawOp):\n" + doc_block(doc, "    ") + "\n"
+    bases = "RawOp, Operand" if len(outs) == 1 else "RawOp"
+    s = f"class {cls}({bases}):\n" + doc_block(doc, "    ") + "\n"
     s += f'    OP_NAME = "{spec.name}"\n\n'
     s += "    def __init__(self, operation: Operation):\n"
     s += "        super().__init__(operation, self.OP_NAME)\n"
@@ -61,23 +68,29 @@ def java_class(spec: OpSpec, cls: str, where: str) -> str:
     for o in outs:
         s += f"        self._{o} = operation.output(outputIdx)\n        outputIdx += 1\n"
     s += "\n    @staticmethod\n"
-    params = ", ".join(f"{p}: Operand" for p in ins)
-    s += f"    def create(scope: Scope, {params}, *options: {cls}.Options) -> {cls}:\n"
+    params = [f"{p}: Operand" for p in ins] + [f"{j}: {JAVA_TYPES[a.type]}" for j, a in required]
+    options = f", *options: {cls}.Options" if attrs else ""
+    s += f"    def create(scope: Scope, {', '.join(params)}{options}) -> {cls}:\n"
     cdoc = [
         f"Factory method to create a class wrapping a new {spec.name} operation.",
         "",
         "Args:",
         "  scope: current scope",
     ]
-    for p, a in zip(ins, spec.inputs, strict=True):
+    for p, a in [*zip(ins, spec.inputs, strict=True), *required]:
         cdoc += textwrap.wrap(f"{p}: {a.doc}", 92, initial_indent="  ", subsequent_indent="    ")
-    cdoc += ["  options: carries optional attributes values", "", "Returns:", f"  a new instance of {cls}"]
+    if attrs:
+        cdoc += ["  options: carries optional attributes values"]
+    cdoc += ["", "Returns:", f"  a new instance of {cls}"]
     s += doc_block(cdoc, "        ")
     s += f"        inputs = [{', '.join(f'as_input({p}, {p!r})' for p in ins)}]\n"
     s += f'        opBuilder = scope.opBuilder({cls}.OP_NAME, "{cls}")\n'
     s += "        for i in inputs:\n            opBuilder.addInput(i)\n"
-    s += "        for opts in options:\n"
-    s += f"            check_options(opts, {cls}.Options)\n"
+    for j, a in required:
+        s += f'        opBuilder.setAttr("{a.name}", required_value({j}, "{JAVA_BOXED[a.type]}", "{j}"))\n'
+    if attrs:
+        s += "        for opts in options:\n"
+        s += f"            check_options(opts, {cls}.Options)\n"
     for j, a in attrs:
         s += f"            if opts._{j} is not None:\n"
         s += f'                opBuilder.setAttr("{a.name}", opts._{j})\n'
@@ -92,6 +105,10 @@ def java_class(spec: OpSpec, cls: str, where: str) -> str:
         s += f"\n    def {o}(self) -> Output:\n"
         s += doc_block([a.doc], "        ")
         s += f"        return self._{o}\n"
+    if len(outs) == 1:
+        s += f"\n    def asOutput(self) -> Output:\n        return self._{outs[0]}\n"
+    if not attrs:
+        return s
     s += "\n    class Options:\n"
     s += f'        """Optional attributes for {cls} (private constructor: use the static setters)."""\n\n'
     s += "        def __init__(self, _token=None):\n"
@@ -107,20 +124,15 @@ def java_class(spec: OpSpec, cls: str, where: str) -> str:
 
 
 def java_nn_classes(specs) -> dict[str, OpSpec]:
-    """The ``org.tensorflow.op.nn`` endpoint classes; where two specs claim one name, the later version wins
-    (tf-java's api_defs point ``nn.FusedBatchNormGrad`` at the V3 op)."""
-    chosen: dict[str, OpSpec] = {}
-    for sp in specs:
-        name = sp.surfaces.java_class
-        if name and name != sp.name:
-            chosen[name] = sp
-    return chosen
+    """The ``org.tensorflow.op.nn`` endpoint classes: the specs whose api_def puts them in package ``nn``
+    (``Surfaces.java_package``), by class name."""
+    return {sp.surfaces.java_class: sp for sp in specs if sp.surfaces.java_package == "nn"}
 
 
-def _java_header(extra: str = "") -> str:  # one import statement, laid out as ruff/isort would
+def _java_header(specs, extra: str = "") -> str:  # one import statement, laid out as ruff/isort would
     s = HEADER + "\n# ruff: noqa: E501\nfrom __future__ import annotations\n\n"
     names = ["OPTIONS_TOKEN", "Operand", "Operation", "Output", "RawOp", "Scope", "as_input", "check_options"]
-    names += ["check_private", "option_value"]
+    names += ["check_private", "option_value"] + (["required_value"] if any(sp.required_attrs for sp in specs) else [])
     s += "from .framework import (\n" + "".join(f"    {n},\n" for n in names) + ")\n"
     return s + extra + "\n"
 
@@ -128,16 +140,17 @@ def _java_header(extra: str = "") -> str:  # one import statement, laid out as r
 def _java_facade(name: str, doc: str, classes: dict[str, OpSpec], method) -> str:
     s = f'\n\nclass {name}:\n    """{doc}"""\n\n    def __init__(self, scope: Scope):\n        self._scope = scope\n'
     for cls, sp in classes.items():
-        ins = ", ".join(camel(a.name) for a in sp.inputs)
-        s += f"\n    def {method(cls, sp)}(self, {ins}, *options) -> {cls}:\n"
+        args = ", ".join(camel(a.name) for a in (*sp.inputs, *sp.required_attrs))
+        options = ", *options" if sp.optional_attrs else ""
+        s += f"\n    def {method(cls, sp)}(self, {args}{options}) -> {cls}:\n"
         s += f'        """Builds a {sp.name} operation (``{cls}.create``)."""\n'
-        s += f"        return {cls}.create(self._scope, {ins}, *options)\n"
+        s += f"        return {cls}.create(self._scope, {args}{options})\n"
     return s
 
 
 def java_core_source(specs) -> str:
     """``org.tensorflow.op.core``: one class per spec, named as the op (the seed-era classes), and ``CoreOps``."""
-    s = _java_header() + f"__all__ = {[sp.name for sp in specs] + ['CoreOps']!r}\n\n\n"
+    s = _java_header(specs) + f"__all__ = {[sp.name for sp in specs] + ['CoreOps']!r}\n\n\n"
     s += "\n\n".join(java_class(sp, sp.name, f"org.tensorflow.op.core.{sp.name}") for sp in specs)
     classes = {sp.name: sp for sp in specs}
     doc = "The ``Ops`` methods of the ``org.tensorflow.op.core`` classes (``tf.fusedBatchNormGradV3``)."
@@ -147,7 +160,7 @@ def java_core_source(specs) -> str:
 def java_nn_source(specs) -> str:
     """``org.tensorflow.op.nn``: the endpoint classes (``nn.FusedBatchNormGrad``) and ``NnOps`` (``tf.nn``)."""
     nn = java_nn_classes(specs)
-    s = _java_header() + f"__all__ = {list(nn) + ['NnOps']!r}\n\n\n"
+    s = _java_header(nn.values()) + f"__all__ = {list(nn) + ['NnOps']!r}\n\n\n"
     s += "\n\n".join(
         java_class(sp, cls, f"org.tensorflow.op.nn.{cls}`` / ``tf.nn.{sp.surfaces.java_endpoint}")
         for cls, sp in nn.items()
@@ -161,36 +174,57 @@ def java_nn_source(specs) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def cc_class(spec: OpSpec) -> str:
-    cls = spec.name
-    ins = [a.name for a in spec.inputs]
+def _cc_doc(spec: OpSpec) -> list[str]:
     doc = [spec.summary, "", *textwrap.wrap(spec.description, 96), "", "Args:", "* scope: A Scope object"]
-    for a in spec.inputs:
+    for a in (*spec.inputs, *spec.required_attrs):
         doc += textwrap.wrap(f"* {a.name}: {a.doc}", 96, subsequent_indent="  ")
-    doc += ["", "Optional attributes (see ``Attrs``):"]
-    for a in spec.attrs:
+    if spec.optional_attrs:
+        doc += ["", "Optional attributes (see ``Attrs``):"]
+    for a in spec.optional_attrs:
         doc += textwrap.wrap(f"* {a.name}: {a.doc}", 96, subsequent_indent="  ")
     doc += ["", "Returns:"]
     for a in spec.outputs:
         doc += textwrap.wrap(f"* ``Output`` {a.name}: {a.doc}", 96, subsequent_indent="  ")
-    s = f"class {cls}:\n" + doc_block(doc, "    ") + "\n"
-    s += "    class Attrs:\n"
+    return doc
+
+
+def _cc_attrs_struct(cls: str, attrs) -> str:
+    s = "    class Attrs:\n"
     s += f'        """Optional attribute setters for {cls}."""\n\n'
     s += "        def __init__(self):\n"
-    for a in spec.attrs:
+    for a in attrs:
         s += f"            self.{a.name}_ = {a.default!r}\n"
-    for a in spec.attrs:
+    for a in attrs:
         s += f"\n        def {pascal(a.name)}(self, x: {JAVA_TYPES[a.type]}) -> {cls}.Attrs:\n"
         s += doc_block([*textwrap.wrap(a.doc, 88), "", f"Defaults to {a.default!r}"], "            ")
         s += "            ret = copy.copy(self)\n"
         s += f'            ret.{a.name}_ = attr_value(x, "{a.type}")\n            return ret\n'
-    s += f"\n    def __init__(self, scope: Scope, {', '.join(ins)}, attrs: {cls}.Attrs | None = None):\n"
+    return s
+
+
+def cc_class(spec: OpSpec) -> str:
+    """One tensorflow::ops class (cc_op_gen): required attrs are constructor parameters after the
+    inputs, optional ones an ``Attrs`` struct (none when there are none); a single-output op
+    converts to its ``Output`` (``operator ::tensorflow::Output()``)."""
+    cls = spec.name
+    ins = [a.name for a in spec.inputs]
+    required, optional = spec.required_attrs, spec.optional_attrs
+    s = f"class {cls}:\n" + doc_block(_cc_doc(spec), "    ") + "\n"
+    if len(spec.outputs) == 1:
+        s += "    SINGLE_OUTPUT = True  # operator ::tensorflow::Output() const\n\n"
+    if optional:
+        s += _cc_attrs_struct(cls, optional) + "\n"
+    params = [*ins, *(f"{a.name}: {JAVA_TYPES[a.type]}" for a in required)]
+    if optional:
+        params.append(f"attrs: {cls}.Attrs | None = None")
+    s += f"    def __init__(self, scope: Scope, {', '.join(params)}):\n"
     s += "        self.operation = Operation()\n"
     for a in spec.outputs:
         s += f"        self.{a.name} = Output()\n"
     s += "        if not scope.ok():\n            return\n"
-    s += f"        attrs = check_attrs(scope, attrs, {cls}.Attrs)\n"
-    s += "        if attrs is None:\n            return\n"
+    if optional:
+        s += f"        attrs = check_attrs(scope, attrs, {cls}.Attrs)\n"
+        s += "        if attrs is None:\n            return\n"
     for p in ins:
         s += f'        _{p} = AsNodeOut(scope, {p}, "{p}")\n        if not scope.ok():\n            return\n'
     s += "        ret: list = []\n"
@@ -198,7 +232,9 @@ def cc_class(spec: OpSpec) -> str:
     s += f'        builder = (NodeBuilder(unique_name, "{cls}")\n'
     for p in ins:
         s += f"                   .Input(_{p})\n"
-    for a in spec.attrs:
+    for a in required:
+        s += f'                   .Attr("{a.name}", attr_value({a.name}, "{a.type}"))\n'
+    for a in optional:
         s += f'                   .Attr("{a.name}", attrs.{a.name}_)\n'
     s += "                   )\n"
     s += "        scope.UpdateBuilder(builder)\n"
@@ -208,7 +244,11 @@ def cc_class(spec: OpSpec) -> str:
     s += "        self.operation = Operation(ret[0])\n"
     for i, a in enumerate(spec.outputs):
         s += f"        self.{a.name} = Output(self.operation, {i})\n"
-    for a in spec.attrs:
+    if len(spec.outputs) == 1:
+        s += "\n    @property\n    def output(self) -> Output:\n"
+        s += f"        return self.{spec.outputs[0].name}\n"
+        s += "\n    def node(self):\n        return self.operation.node()\n"
+    for a in optional:
         s += "\n    @staticmethod\n"
         s += f"    def {pascal(a.name)}(x: {JAVA_TYPES[a.type]}) -> {cls}.Attrs:\n"
         s += f"        return {cls}.Attrs().{pascal(a.name)}(x)\n"

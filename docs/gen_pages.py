@@ -15,12 +15,27 @@ from bindings_mirror.generate import camel, pascal
 from fbnops.specs import OpSpec, all_specs
 
 KIND = {
-    "tensor": "4-D or 5-D, laid out by `data_format`",
     "channels": "`[C]`",
     "any": "any shape (unused on CPU)",
     "scalar0": "rank 0",
     "empty": "`[0]`",
 }
+
+
+def shape_text(spec: OpSpec, kind: str) -> str:
+    """An argument's shape in words; a data tensor's from the spec's DataSpec."""
+    if kind != "tensor":
+        return KIND[kind]
+    data = spec.data
+    ranks = " or ".join(f"{r}-D" for r in data.ranks)
+    if data.layout_attr is not None:
+        return f"{ranks}, laid out by `{data.layout_attr}`"
+    where = "the last axis" if data.channel_axis == -1 else f"axis {data.channel_axis}"
+    return f"{ranks}, channels on {where}"
+
+
+def attr_default(attr) -> str:
+    return "required" if attr.required else f"`{attr.default!r}`"
 
 
 def types_of(spec: OpSpec, t: str) -> str:
@@ -36,12 +51,20 @@ def op_page(spec: OpSpec) -> str:
     ins, outs = spec.input_names, spec.output_names
     params = inspect.signature(getattr(fbnops.raw_ops, spec.name)).parameters.values()
     # one parameter per line: the signature reads without scrolling sideways
-    py_sig = f"fbnops.raw_ops.{spec.name}(\n        *,\n" + "".join(
-        f"        {p.name}: {p.annotation}{'' if p.default is p.empty else f' = {p.default!r}'},\n"
-        for p in params
-        if p.kind is p.KEYWORD_ONLY
-    ) + "    )"
-    cc_attrs = "".join(f".{pascal(a.name)}(...)" for a in spec.attrs[:2])
+    py_sig = (
+        f"fbnops.raw_ops.{spec.name}(\n        *,\n"
+        + "".join(
+            f"        {p.name}: {p.annotation}{'' if p.default is p.empty else f' = {p.default!r}'},\n"
+            for p in params
+            if p.kind is p.KEYWORD_ONLY
+        )
+        + "    )"
+    )
+    optional, required = spec.optional_attrs, [a.name for a in spec.required_attrs]
+    cc_attrs = "".join(f".{pascal(a.name)}(...)" for a in optional[:2])
+    cc_tail = f"[, {s.cc_class}.Attrs(){cc_attrs}]" if optional else ""
+    java_args = ", ".join(camel(n) for n in (*ins, *required)) + (", *options" if optional else "")
+    java_options = ", ".join(f"{s.java_class}.{camel(a.name)}(...)" for a in optional) or "none"
     lines = [
         f"# {spec.name}",
         "",
@@ -57,30 +80,30 @@ def op_page(spec: OpSpec) -> str:
         "",
         '=== "C++ (tensorflow::ops)"',
         "",
-        f"    ```python\n    ops.{s.cc_class}(scope, {', '.join(ins)}[, {s.cc_class}.Attrs(){cc_attrs}])\n"
+        f"    ```python\n    ops.{s.cc_class}(scope, {', '.join((*ins, *required))}{cc_tail})\n"
         f"    # public members: operation, {', '.join(outs)}\n    ```",
         "",
-        '=== "Java (org.tensorflow.op.nn)"',
+        f'=== "Java (org.tensorflow.op.{s.java_package})"',
         "",
-        f"    ```python\n    {spec.name}.create(scope, {', '.join(camel(n) for n in ins)}, *options)   "
-        f"# tf.nn.{s.java_endpoint}(...)\n"
-        f"    # options: {', '.join(f'{spec.name}.{camel(a.name)}(...)' for a in spec.attrs)}\n"
+        f"    ```python\n    {s.java_class}.create(scope, {java_args})   "
+        f"# tf.{'nn.' if s.java_package == 'nn' else ''}{s.java_endpoint}(...)\n"
+        f"    # options: {java_options}\n"
         f"    # accessors: {', '.join(camel(n) + '()' for n in outs)}\n    ```",
         "",
         '=== "DirectML"',
         "",
-        *[f"    - `{mode}`: `{desc}`" for mode, desc in s.directml],
+        *([f"    - `{mode}`: `{desc}`" for mode, desc in s.directml] or ["    No equivalent operator listed."]),
         "",
         '=== "oneDNN Graph"',
         "",
-        *[f"    - `{mode}`: {desc}" for mode, desc in s.onednn],
+        *([f"    - `{mode}`: {desc}" for mode, desc in s.onednn] or ["    No equivalent operator listed."]),
         "",
         "## Inputs",
         "",
         "| # | name | type | shape | description |",
         "|---|---|---|---|---|",
         *[
-            f"| {i} | `{a.name}` | {types_of(spec, a.type)} | {KIND[a.kind]} | {a.doc} |"
+            f"| {i} | `{a.name}` | {types_of(spec, a.type)} | {shape_text(spec, a.kind)} | {a.doc} |"
             for i, a in enumerate(spec.inputs)
         ],
         "",
@@ -88,14 +111,14 @@ def op_page(spec: OpSpec) -> str:
         "",
         "| name | type | default | allowed | description |",
         "|---|---|---|---|---|",
-        *[f"| `{a.name}` | {a.type} | `{a.default!r}` | {allowed(a)} | {a.doc} |" for a in spec.attrs],
+        *[f"| `{a.name}` | {a.type} | {attr_default(a)} | {allowed(a)} | {a.doc} |" for a in spec.attrs],
         "",
         "## Outputs",
         "",
         "| # | name | type | shape | description |",
         "|---|---|---|---|---|",
         *[
-            f"| {i} | `{a.name}` | {types_of(spec, a.type)} | {KIND[a.kind]} | {a.doc} |"
+            f"| {i} | `{a.name}` | {types_of(spec, a.type)} | {shape_text(spec, a.kind)} | {a.doc} |"
             for i, a in enumerate(spec.outputs)
         ],
         "",
@@ -107,22 +130,22 @@ def op_page(spec: OpSpec) -> str:
         ],
         "",
     ]
-    if spec.gradient in {s.name for s in all_specs()}:
-        lines += [
-            "## Gradient",
-            "",
-            f"Registered gradient: [`{spec.gradient}`]({spec.gradient}.md), fed the "
-            "forward's reserve spaces in training and its `mean`/`variance` inputs otherwise.",
-            "",
-        ]
-    elif spec.gradient:  # a grad op: its gradient is the fbnops-internal second-order op
-        lines += [
-            "## Gradient",
-            "",
-            f"Registered gradient: `{spec.gradient}` (fbnops-internal, TensorFlow's `_FusedBatchNormGradGrad` "
-            "semantics): the gradients with respect to `y_backprop`, `x` and `scale`.",
+    if spec.deprecation is not None:
+        d = spec.deprecation
+        lines[4:4] = [
+            f'!!! warning "Removed at GraphDef version {d.version}"',
+            f"    TensorFlow refuses this op in a GraphDef whose `versions.producer` is {d.version} or later, "
+            f'so in its own eager and graph APIs too ("{d.explanation}"). fbnops runs it as TensorFlow '
+            "did before, and refuses it when an imported GraphDef's producer is that recent.",
             "",
         ]
+    if spec.gradient:  # linked when it is a public op; the spec says what it is fed
+        name = (
+            f"[`{spec.gradient}`]({spec.gradient}.md)"
+            if spec.gradient in {s.name for s in all_specs()}
+            else (f"`{spec.gradient}`")
+        )
+        lines += ["## Gradient", "", f"Registered gradient: {name}. {spec.gradient_doc}".rstrip(), ""]
     return "\n".join(lines)
 
 

@@ -22,12 +22,12 @@ from .framework.registry import available_backends, backend, get_backend, regist
 from .framework.scope import EagerContext, Scope
 from .framework.session import Session
 from .framework.threads import get_num_threads, set_num_threads
+from .specs import MODULE_NAMES as _spec_modules
 
-# Register the ops: the support ops (Placeholder, Const, AddN, ...) and the batch-norm family.  Their
-# modules stay under fbnops.ops (the API reference documents them there): at the top level a user
-# expects functions, and the functions are fbnops.raw_ops.*.
-for _op_module in ("array_ops", "fused_batch_norm", "fused_batch_norm_grad", "fused_batch_norm_grad_v2",
-                   "fused_batch_norm_grad_v3", "fused_batch_norm_v2", "fused_batch_norm_v3"):  # fmt: skip
+# Register the ops: the support ops (Placeholder, Const, AddN, ...), then one module under fbnops.ops per
+# spec module, of the same name (the API reference documents them there: at the top level a user expects
+# functions, and the functions are fbnops.raw_ops.*).
+for _op_module in ("array_ops", *_spec_modules):
     _importlib.import_module(f"{__name__}.ops.{_op_module}")
 del _op_module
 

@@ -21,7 +21,7 @@ import collections
 from numpy.typing import ArrayLike
 
 from .ops.convert import convert_attrs, convert_inputs
-from .ops.execute import call_signature, checked_attrs_for, execute_checked, prepare, remember
+from .ops.execute import execute
 from .specs import ATTR_TYPES, OpSpec, all_specs
 
 __all__ = [spec.name for spec in all_specs()]
@@ -38,7 +38,8 @@ def _docstring(spec: OpSpec) -> str:
         lines.append(f"  {a.name}: {arg_type(a.type)} {a.doc}")
     for a in spec.attrs:
         allowed = f" From: {', '.join(map(repr, a.allowed))}." if a.allowed else ""
-        lines.append(f"  {a.name}: An optional `{a.type}`. Defaults to `{a.default!r}`.{allowed} {a.doc}")
+        kind = f"A `{a.type}`." if a.required else f"An optional `{a.type}`. Defaults to `{a.default!r}`."
+        lines.append(f"  {a.name}: {kind}{allowed} {a.doc}")
     lines.append("  name: A name for the operation (optional; unused in eager mode).")
     lines += ["", "Returns:", f"  A namedtuple of arrays ({', '.join(spec.output_names)}).", ""]
     for a in spec.outputs:
@@ -46,15 +47,14 @@ def _docstring(spec: OpSpec) -> str:
     return "\n".join(lines)
 
 
+def _convert(spec: OpSpec, inputs: dict, attrs: dict) -> tuple[dict, dict]:
+    """``tf.raw_ops``' conversions, in TensorFlow's order: attr types, then inputs (allowed values later)."""
+    converted_attrs = convert_attrs(spec, attrs)
+    return convert_inputs(spec, inputs), converted_attrs
+
+
 def _run(spec: OpSpec, inputs: dict, attrs: dict) -> tuple:
-    signature = call_signature("raw_ops", spec.name, inputs, attrs)
-    checked = checked_attrs_for(signature)
-    if checked is not None:  # a call like one that passed: inputs and attrs as they were then
-        return execute_checked(spec.name, inputs, checked)
-    converted_attrs = convert_attrs(spec, attrs)  # TensorFlow's order: attr types, then inputs, then allowed values
-    _, arrays, checked = prepare(spec.name, convert_inputs(spec, inputs), converted_attrs)
-    remember(signature, inputs, arrays, checked)
-    return execute_checked(spec.name, arrays, checked)
+    return execute(spec.name, inputs, attrs, surface="raw_ops", convert=_convert)
 
 
 def _make(spec: OpSpec):
@@ -62,7 +62,10 @@ def _make(spec: OpSpec):
     outputs = collections.namedtuple(spec.name, spec.output_names)
     params = (
         [f"{a.name}: ArrayLike" for a in spec.inputs]
-        + [f"{a.name}: {ATTR_TYPES[a.type].python.__name__} = {a.default!r}" for a in spec.attrs]
+        + [
+            f"{a.name}: {ATTR_TYPES[a.type].python.__name__}" + ("" if a.required else f" = {a.default!r}")
+            for a in spec.attrs
+        ]
         + ["name: str | None = None"]
     )
     inputs = ", ".join(f"{a.name!r}: {a.name}" for a in spec.inputs)

@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 import pytest
+import spec_examples as examples
 
 import fbnops
 from bindings_mirror import cc
@@ -418,32 +419,22 @@ def test_generated_mirrors_are_current():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def spec_inputs(spec):
-    """Valid float32 inputs for any batch-norm spec: 4-D tensors and length-C vectors."""
-    rng = np.random.default_rng(3)
-    shapes = {"tensor": (2, 2, 2, 3), "channels": (3,), "any": (3,)}
-    return [
-        (np.abs(rng.standard_normal(shapes[a.kind])) + 0.5).astype(F)
-        if a.kind == "channels"
-        else rng.standard_normal(shapes[a.kind]).astype(F)
-        for a in spec.inputs
-    ]
-
-
 @pytest.mark.parametrize("spec", fbnops.specs.all_specs(), ids=lambda s: s.name)
 def test_every_spec_is_a_cc_class_that_matches_raw_ops(spec):
-    """Generated for every spec (V1/V2/V3): outputs named by the spec, bits as fbnops.raw_ops."""
+    """Generated for every spec: required attrs are constructor arguments, optional ones ``Attrs``
+    setters (no ``Attrs`` without any), outputs named by the spec, bits as fbnops.raw_ops."""
     cls = getattr(ops, spec.surfaces.cc_class)
-    assert {pascal for pascal in dir(cls.Attrs) if pascal[0].isupper()} == {
-        "".join(p.title() for p in a.name.split("_")) for a in spec.attrs
-    }
+    setters = {pascal for pascal in dir(getattr(cls, "Attrs", object)) if pascal[0].isupper()}
+    assert setters == {"".join(p.title() for p in a.name.split("_")) for a in spec.optional_attrs}
+    assert hasattr(cls, "Attrs") == bool(spec.optional_attrs)
     root = cc.Scope.NewRootScope()
-    values = spec_inputs(spec)
-    op = cls(root, *values, cls.IsTraining(False))
+    values = examples.inputs(spec)
+    required = examples.required_attrs(spec)
+    op = cls(root, *values.values(), *required.values())
     assert root.ok(), root.status()
     outputs: list = []
     assert ClientSession(root).Run([getattr(op, n) for n in spec.output_names], outputs).ok()
-    want = getattr(fbnops.raw_ops, spec.name)(**dict(zip(spec.input_names, values, strict=True)), is_training=False)
+    want = getattr(fbnops.raw_ops, spec.name)(**values, **required)
     for name, got, ref in zip(spec.output_names, outputs, want, strict=True):
         np.testing.assert_array_equal(np.asarray(got), ref, err_msg=name)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import spec_examples as examples
 
 import fbnops
 from bindings_mirror import java
@@ -402,9 +403,8 @@ def test_every_spec_is_a_core_class_on_ops(spec):
 
     g = Graph()
     tf = Ops.create(g)
-    shapes = {"tensor": (2, 2, 2, 3), "channels": (3,), "any": (3,)}
-    operands = [tf.constant(np.ones(shapes[a.kind], F)) for a in spec.inputs]
-    op = getattr(tf, spec.name[:1].lower() + spec.name[1:])(*operands)
+    operands = [tf.constant(v) for v in examples.inputs(spec).values()]
+    op = getattr(tf, spec.name[:1].lower() + spec.name[1:])(*operands, *examples.required_attrs(spec).values())
     assert type(op) is getattr(java.core, spec.name) and op.op().type() == spec.name
     accessors = [getattr(op, camel(n))() for n in spec.output_names]
     assert [o.index() for o in accessors] == list(range(len(spec.outputs)))

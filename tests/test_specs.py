@@ -13,12 +13,12 @@ import sys
 import types
 from pathlib import Path
 
-import numpy as np
 import pytest
+import spec_examples as examples
 
 import fbnops
 from fbnops.errors import NotFoundError
-from fbnops.framework import dtypes, registry
+from fbnops.framework import registry
 from fbnops.framework.gradients import gradients
 from fbnops.framework.graph import Graph
 from fbnops.framework.scope import Scope
@@ -29,24 +29,11 @@ from fbnops.testing import extras
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = all_specs()
 NAMES = [s.name for s in SPECS]
-C = 3
-SHAPE = (2, 4, 4, C)  # NHWC
-
-
-def _dtype(spec: OpSpec, type_name: str) -> np.dtype:
-    """float32 for a type attr that allows it (else its first type), or the fixed dtype."""
-    if type_name in spec.type_attrs:
-        allowed = spec.type_attrs[type_name]
-        return dtypes.from_tf_name("float" if "float" in allowed else allowed[0])
-    return dtypes.from_tf_name(type_name)
-
-
-def _input_shape(kind: str) -> tuple:
-    return {"tensor": SHAPE, "channels": (C,), "any": (0,)}[kind]
 
 
 def _graph_inputs(spec: OpSpec, scope: Scope):
-    return [scope.placeholder(_dtype(spec, a.type), _input_shape(a.kind), name=a.name) for a in spec.inputs]
+    shapes = examples.input_shapes(spec)
+    return [scope.placeholder(examples.dtype_of(spec, a.type), shapes[a.name], name=a.name) for a in spec.inputs]
 
 
 def test_there_are_specs_and_unique_names():
@@ -68,10 +55,9 @@ def test_graph_op_def_binds_the_spec(name):
 def test_shape_rule_gives_every_output_a_shape(name):
     spec = next(s for s in SPECS if s.name == name)
     scope = Scope(Graph())
-    op = scope.add_op(name, _graph_inputs(spec, scope), {})
-    expected = {"tensor": SHAPE, "channels": (C,), "empty": (0,), "scalar0": None}
-    assert [o.shape for o in op.outputs] == [expected[a.kind] for a in spec.outputs]
-    assert [o.dtype for o in op.outputs] == [_dtype(spec, a.type) for a in spec.outputs]
+    op = scope.add_op(name, _graph_inputs(spec, scope), examples.required_attrs(spec))
+    assert [o.shape for o in op.outputs] == examples.output_shapes(spec)
+    assert [o.dtype for o in op.outputs] == [examples.dtype_of(spec, a.type) for a in spec.outputs]
 
 
 @pytest.mark.parametrize("backend", registry.known_backends())
@@ -88,17 +74,13 @@ def test_a_kernel_on_every_known_backend(name, backend):
 def test_eager_and_graph_runs_agree(name):
     """The eager body runs through raw_ops and through a Session, to the same bits."""
     spec = next(s for s in SPECS if s.name == name)
-    rng = np.random.default_rng(0)
-    values = {}
-    for a in spec.inputs:
-        shape = _input_shape(a.kind)
-        v = rng.random(shape) + (0.5 if a.kind == "channels" else 0.0)
-        values[a.name] = v.astype(_dtype(spec, a.type))
-    eager = getattr(fbnops.raw_ops, name)(**values)
+    values = examples.inputs(spec, seed=0)
+    attrs = examples.required_attrs(spec)
+    eager = getattr(fbnops.raw_ops, name)(**values, **attrs)
     assert tuple(type(eager)._fields) == spec.output_names
     scope = Scope(Graph())
     placeholders = _graph_inputs(spec, scope)
-    op = scope.add_op(name, placeholders, {})
+    op = scope.add_op(name, placeholders, attrs)
     graph_out = fbnops.Session(scope.graph).run(list(op.outputs), dict(zip(placeholders, values.values(), strict=True)))
     for got, want in zip(graph_out, eager, strict=True):
         assert got.dtype == want.dtype and got.shape == want.shape
@@ -111,7 +93,7 @@ def test_registered_gradient_matches_spec_gradient(name):
     assert registry.has_gradient(name) == (spec.gradient is not None)
     scope = Scope(Graph())
     inputs = _graph_inputs(spec, scope)
-    op = scope.add_op(name, inputs, {})
+    op = scope.add_op(name, inputs, examples.required_attrs(spec))
     if spec.gradient is None:
         with pytest.raises(NotFoundError, match=f"No gradient defined for operation of type '{name}'"):
             gradients(op.output(0), inputs[0])

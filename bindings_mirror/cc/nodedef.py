@@ -66,7 +66,7 @@ def op_summary(spec: OpSpec) -> str:
     for attr, allowed in spec.type_attrs.items():
         parts.append(f"attr={attr}:type,allowed=[{', '.join(dt_name(t) for t in allowed)}]")
     for a in spec.attrs:
-        text = f"attr={a.name}:{a.type},default={_value_text(a.type, a.default)}"
+        text = f"attr={a.name}:{a.type}" + ("" if a.required else f",default={_value_text(a.type, a.default)}")
         if a.allowed:
             text += ",allowed=[" + ", ".join(_value_text(a.type, v) for v in a.allowed) + "]"
         parts.append(text)
@@ -127,6 +127,8 @@ def _check(spec: OpSpec, name: str, inputs, attrs: dict[str, Any]) -> dict[str, 
         if got is not None:
             node[attr] = ("type", got)
     for a in spec.attrs:
+        if a.required and a.name not in attrs:
+            raise InvalidArgumentError(f"NodeDef missing attr '{a.name}' from {summary}; NodeDef: {{{{node {name}}}}}")
         value = attrs.get(a.name, a.default)
         if not _KIND_CHECKS[a.type](value):
             raise InvalidArgumentError(

@@ -9,7 +9,157 @@ from .framework import NodeBuilder, Operation, Output, Scope
 from .ops_support import AsNodeOut
 from .framework import attr_value, check_attrs
 
-__all__ = ['FusedBatchNorm', 'FusedBatchNormGrad', 'FusedBatchNormGradV2', 'FusedBatchNormGradV3', 'FusedBatchNormV2', 'FusedBatchNormV3']
+__all__ = ['BatchNormWithGlobalNormalization', 'BatchNormWithGlobalNormalizationGrad', 'FusedBatchNorm', 'FusedBatchNormGrad', 'FusedBatchNormGradV2', 'FusedBatchNormGradV3', 'FusedBatchNormV2', 'FusedBatchNormV3']
+
+
+class BatchNormWithGlobalNormalization:
+    """Batch normalization.
+
+    This op is deprecated. Prefer `tf.nn.batch_normalization`.
+
+    Args:
+    * scope: A Scope object
+    * t: A 4D input Tensor.
+    * m: A 1D mean Tensor with size matching the last dimension of t. This is the first output from
+      tf.nn.moments, or a saved moving average thereof.
+    * v: A 1D variance Tensor with size matching the last dimension of t. This is the second output
+      from tf.nn.moments, or a saved moving average thereof.
+    * beta: A 1D beta Tensor with size matching the last dimension of t. An offset to be added to
+      the normalized tensor.
+    * gamma: A 1D gamma Tensor with size matching the last dimension of t. If
+      "scale_after_normalization" is true, this tensor will be multiplied with the normalized
+      tensor.
+    * variance_epsilon: A small float number to avoid dividing by 0.
+    * scale_after_normalization: A bool indicating whether the resulted tensor needs to be
+      multiplied with gamma.
+
+    Returns:
+    * ``Output`` result: The normalized t: (t - m) * rsqrt(v + variance_epsilon) [* gamma] + beta.
+    """
+
+    SINGLE_OUTPUT = True  # operator ::tensorflow::Output() const
+
+    def __init__(self, scope: Scope, t, m, v, beta, gamma, variance_epsilon: float, scale_after_normalization: bool):
+        self.operation = Operation()
+        self.result = Output()
+        if not scope.ok():
+            return
+        _t = AsNodeOut(scope, t, "t")
+        if not scope.ok():
+            return
+        _m = AsNodeOut(scope, m, "m")
+        if not scope.ok():
+            return
+        _v = AsNodeOut(scope, v, "v")
+        if not scope.ok():
+            return
+        _beta = AsNodeOut(scope, beta, "beta")
+        if not scope.ok():
+            return
+        _gamma = AsNodeOut(scope, gamma, "gamma")
+        if not scope.ok():
+            return
+        ret: list = []
+        unique_name = scope.GetUniqueNameForOp("BatchNormWithGlobalNormalization")
+        builder = (NodeBuilder(unique_name, "BatchNormWithGlobalNormalization")
+                   .Input(_t)
+                   .Input(_m)
+                   .Input(_v)
+                   .Input(_beta)
+                   .Input(_gamma)
+                   .Attr("variance_epsilon", attr_value(variance_epsilon, "float"))
+                   .Attr("scale_after_normalization", attr_value(scale_after_normalization, "bool"))
+                   )
+        scope.UpdateBuilder(builder)
+        scope.UpdateStatus(builder.Finalize(scope.graph(), ret))
+        if not scope.ok():
+            return
+        scope.UpdateStatus(scope.DoShapeInference(ret[0]))
+        self.operation = Operation(ret[0])
+        self.result = Output(self.operation, 0)
+
+    @property
+    def output(self) -> Output:
+        return self.result
+
+    def node(self):
+        return self.operation.node()
+
+
+class BatchNormWithGlobalNormalizationGrad:
+    """Gradients for batch normalization.
+
+    This op is deprecated. See `tf.nn.batch_normalization`.
+
+    Args:
+    * scope: A Scope object
+    * t: A 4D input Tensor.
+    * m: A 1D mean Tensor with size matching the last dimension of t. This is the first output from
+      tf.nn.moments, or a saved moving average thereof.
+    * v: A 1D variance Tensor with size matching the last dimension of t. This is the second output
+      from tf.nn.moments, or a saved moving average thereof.
+    * gamma: A 1D gamma Tensor with size matching the last dimension of t. If
+      "scale_after_normalization" is true, this Tensor will be multiplied with the normalized
+      Tensor.
+    * backprop: 4D backprop Tensor.
+    * variance_epsilon: A small float number to avoid dividing by 0.
+    * scale_after_normalization: A bool indicating whether the resulted tensor needs to be
+      multiplied with gamma.
+
+    Returns:
+    * ``Output`` dx: 4D backprop tensor for input.
+    * ``Output`` dm: 1D backprop tensor for mean.
+    * ``Output`` dv: 1D backprop tensor for variance.
+    * ``Output`` db: 1D backprop tensor for beta.
+    * ``Output`` dg: 1D backprop tensor for gamma.
+    """
+
+    def __init__(self, scope: Scope, t, m, v, gamma, backprop, variance_epsilon: float, scale_after_normalization: bool):
+        self.operation = Operation()
+        self.dx = Output()
+        self.dm = Output()
+        self.dv = Output()
+        self.db = Output()
+        self.dg = Output()
+        if not scope.ok():
+            return
+        _t = AsNodeOut(scope, t, "t")
+        if not scope.ok():
+            return
+        _m = AsNodeOut(scope, m, "m")
+        if not scope.ok():
+            return
+        _v = AsNodeOut(scope, v, "v")
+        if not scope.ok():
+            return
+        _gamma = AsNodeOut(scope, gamma, "gamma")
+        if not scope.ok():
+            return
+        _backprop = AsNodeOut(scope, backprop, "backprop")
+        if not scope.ok():
+            return
+        ret: list = []
+        unique_name = scope.GetUniqueNameForOp("BatchNormWithGlobalNormalizationGrad")
+        builder = (NodeBuilder(unique_name, "BatchNormWithGlobalNormalizationGrad")
+                   .Input(_t)
+                   .Input(_m)
+                   .Input(_v)
+                   .Input(_gamma)
+                   .Input(_backprop)
+                   .Attr("variance_epsilon", attr_value(variance_epsilon, "float"))
+                   .Attr("scale_after_normalization", attr_value(scale_after_normalization, "bool"))
+                   )
+        scope.UpdateBuilder(builder)
+        scope.UpdateStatus(builder.Finalize(scope.graph(), ret))
+        if not scope.ok():
+            return
+        scope.UpdateStatus(scope.DoShapeInference(ret[0]))
+        self.operation = Operation(ret[0])
+        self.dx = Output(self.operation, 0)
+        self.dm = Output(self.operation, 1)
+        self.dv = Output(self.operation, 2)
+        self.db = Output(self.operation, 3)
+        self.dg = Output(self.operation, 4)
 
 
 class FusedBatchNorm:

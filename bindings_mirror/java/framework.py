@@ -41,6 +41,7 @@ __all__ = [
     "check_options",
     "check_private",
     "option_value",
+    "required_value",
 ]
 
 
@@ -244,6 +245,14 @@ def option_value(value, java_type: str, name: str):
         return {"Float": float, "Boolean": bool, "String": str}[java_type](value)
     except OverflowError:  # an int beyond the double range: no Java Float holds it
         raise IllegalArgumentException(f"{name}({java_type}) cannot take {value!r:.40}: out of range") from None
+
+
+def required_value(value, java_type: str, name: str):
+    """A required attr's ``create`` argument: typed as an option's, and null is a NullPointerException
+    (tf-java unboxes it for ``OperationBuilder.setAttr(String, float)``)."""
+    if value is None:
+        raise NullPointerException(f"{name} is null: the attr has no default")
+    return option_value(value, java_type, name)
 
 
 class OperationBuilder:

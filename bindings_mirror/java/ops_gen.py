@@ -14,9 +14,146 @@ from .framework import (
     check_options,
     check_private,
     option_value,
+    required_value,
 )
 
-__all__ = ['FusedBatchNorm', 'FusedBatchNormGrad', 'FusedBatchNormGradV2', 'FusedBatchNormGradV3', 'FusedBatchNormV2', 'FusedBatchNormV3', 'CoreOps']
+__all__ = ['BatchNormWithGlobalNormalization', 'BatchNormWithGlobalNormalizationGrad', 'FusedBatchNorm', 'FusedBatchNormGrad', 'FusedBatchNormGradV2', 'FusedBatchNormGradV3', 'FusedBatchNormV2', 'FusedBatchNormV3', 'CoreOps']
+
+
+class BatchNormWithGlobalNormalization(RawOp, Operand):
+    """Batch normalization.
+
+    This op is deprecated. Prefer `tf.nn.batch_normalization`.
+
+    Java: ``org.tensorflow.op.core.BatchNormWithGlobalNormalization`` (OP_NAME = "BatchNormWithGlobalNormalization").
+    """
+
+    OP_NAME = "BatchNormWithGlobalNormalization"
+
+    def __init__(self, operation: Operation):
+        super().__init__(operation, self.OP_NAME)
+        outputIdx = 0
+        self._result = operation.output(outputIdx)
+        outputIdx += 1
+
+    @staticmethod
+    def create(scope: Scope, t: Operand, m: Operand, v: Operand, beta: Operand, gamma: Operand, varianceEpsilon: float, scaleAfterNormalization: bool) -> BatchNormWithGlobalNormalization:
+        """Factory method to create a class wrapping a new BatchNormWithGlobalNormalization operation.
+
+        Args:
+          scope: current scope
+          t: A 4D input Tensor.
+          m: A 1D mean Tensor with size matching the last dimension of t. This is the first output
+            from tf.nn.moments, or a saved moving average thereof.
+          v: A 1D variance Tensor with size matching the last dimension of t. This is the second
+            output from tf.nn.moments, or a saved moving average thereof.
+          beta: A 1D beta Tensor with size matching the last dimension of t. An offset to be added
+            to the normalized tensor.
+          gamma: A 1D gamma Tensor with size matching the last dimension of t. If
+            "scale_after_normalization" is true, this tensor will be multiplied with the normalized
+            tensor.
+          varianceEpsilon: A small float number to avoid dividing by 0.
+          scaleAfterNormalization: A bool indicating whether the resulted tensor needs to be
+            multiplied with gamma.
+
+        Returns:
+          a new instance of BatchNormWithGlobalNormalization
+        """
+        inputs = [as_input(t, 't'), as_input(m, 'm'), as_input(v, 'v'), as_input(beta, 'beta'), as_input(gamma, 'gamma')]
+        opBuilder = scope.opBuilder(BatchNormWithGlobalNormalization.OP_NAME, "BatchNormWithGlobalNormalization")
+        for i in inputs:
+            opBuilder.addInput(i)
+        opBuilder.setAttr("variance_epsilon", required_value(varianceEpsilon, "Float", "varianceEpsilon"))
+        opBuilder.setAttr("scale_after_normalization", required_value(scaleAfterNormalization, "Boolean", "scaleAfterNormalization"))
+        return BatchNormWithGlobalNormalization(opBuilder.build())
+
+    def result(self) -> Output:
+        """The normalized t: (t - m) * rsqrt(v + variance_epsilon) [* gamma] + beta.
+        """
+        return self._result
+
+    def asOutput(self) -> Output:
+        return self._result
+
+
+class BatchNormWithGlobalNormalizationGrad(RawOp):
+    """Gradients for batch normalization.
+
+    This op is deprecated. See `tf.nn.batch_normalization`.
+
+    Java: ``org.tensorflow.op.core.BatchNormWithGlobalNormalizationGrad`` (OP_NAME = "BatchNormWithGlobalNormalizationGrad").
+    """
+
+    OP_NAME = "BatchNormWithGlobalNormalizationGrad"
+
+    def __init__(self, operation: Operation):
+        super().__init__(operation, self.OP_NAME)
+        outputIdx = 0
+        self._dx = operation.output(outputIdx)
+        outputIdx += 1
+        self._dm = operation.output(outputIdx)
+        outputIdx += 1
+        self._dv = operation.output(outputIdx)
+        outputIdx += 1
+        self._db = operation.output(outputIdx)
+        outputIdx += 1
+        self._dg = operation.output(outputIdx)
+        outputIdx += 1
+
+    @staticmethod
+    def create(scope: Scope, t: Operand, m: Operand, v: Operand, gamma: Operand, backprop: Operand, varianceEpsilon: float, scaleAfterNormalization: bool) -> BatchNormWithGlobalNormalizationGrad:
+        """Factory method to create a class wrapping a new BatchNormWithGlobalNormalizationGrad operation.
+
+        Args:
+          scope: current scope
+          t: A 4D input Tensor.
+          m: A 1D mean Tensor with size matching the last dimension of t. This is the first output
+            from tf.nn.moments, or a saved moving average thereof.
+          v: A 1D variance Tensor with size matching the last dimension of t. This is the second
+            output from tf.nn.moments, or a saved moving average thereof.
+          gamma: A 1D gamma Tensor with size matching the last dimension of t. If
+            "scale_after_normalization" is true, this Tensor will be multiplied with the normalized
+            Tensor.
+          backprop: 4D backprop Tensor.
+          varianceEpsilon: A small float number to avoid dividing by 0.
+          scaleAfterNormalization: A bool indicating whether the resulted tensor needs to be
+            multiplied with gamma.
+
+        Returns:
+          a new instance of BatchNormWithGlobalNormalizationGrad
+        """
+        inputs = [as_input(t, 't'), as_input(m, 'm'), as_input(v, 'v'), as_input(gamma, 'gamma'), as_input(backprop, 'backprop')]
+        opBuilder = scope.opBuilder(BatchNormWithGlobalNormalizationGrad.OP_NAME, "BatchNormWithGlobalNormalizationGrad")
+        for i in inputs:
+            opBuilder.addInput(i)
+        opBuilder.setAttr("variance_epsilon", required_value(varianceEpsilon, "Float", "varianceEpsilon"))
+        opBuilder.setAttr("scale_after_normalization", required_value(scaleAfterNormalization, "Boolean", "scaleAfterNormalization"))
+        return BatchNormWithGlobalNormalizationGrad(opBuilder.build())
+
+    def dx(self) -> Output:
+        """4D backprop tensor for input.
+        """
+        return self._dx
+
+    def dm(self) -> Output:
+        """1D backprop tensor for mean.
+        """
+        return self._dm
+
+    def dv(self) -> Output:
+        """1D backprop tensor for variance.
+        """
+        return self._dv
+
+    def db(self) -> Output:
+        """1D backprop tensor for beta.
+        """
+        return self._db
+
+    def dg(self) -> Output:
+        """1D backprop tensor for gamma.
+        """
+        return self._dg
 
 
 class FusedBatchNorm(RawOp):
@@ -1000,6 +1137,14 @@ class CoreOps:
 
     def __init__(self, scope: Scope):
         self._scope = scope
+
+    def batchNormWithGlobalNormalization(self, t, m, v, beta, gamma, varianceEpsilon, scaleAfterNormalization) -> BatchNormWithGlobalNormalization:
+        """Builds a BatchNormWithGlobalNormalization operation (``BatchNormWithGlobalNormalization.create``)."""
+        return BatchNormWithGlobalNormalization.create(self._scope, t, m, v, beta, gamma, varianceEpsilon, scaleAfterNormalization)
+
+    def batchNormWithGlobalNormalizationGrad(self, t, m, v, gamma, backprop, varianceEpsilon, scaleAfterNormalization) -> BatchNormWithGlobalNormalizationGrad:
+        """Builds a BatchNormWithGlobalNormalizationGrad operation (``BatchNormWithGlobalNormalizationGrad.create``)."""
+        return BatchNormWithGlobalNormalizationGrad.create(self._scope, t, m, v, gamma, backprop, varianceEpsilon, scaleAfterNormalization)
 
     def fusedBatchNorm(self, x, scale, offset, mean, variance, *options) -> FusedBatchNorm:
         """Builds a FusedBatchNorm operation (``FusedBatchNorm.create``)."""

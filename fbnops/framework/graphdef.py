@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _pbtxt, dtypes, memory
 from ._pbtxt_schema import OPAQUE, Schema, Typed, type_message
-from .errors import InvalidArgumentError, NotFoundError, OpError
+from .errors import InvalidArgumentError, NotFoundError, OpError, UnimplementedError
 from .registry import get_op_def
 from .tensor import parse_tensor_name
 
@@ -282,8 +282,23 @@ def _parse_inputs(node: Typed, name: str, index: dict[str, int]) -> list:
     return refs
 
 
+def _check_version(node: Typed, op_type: str, op_def: Any, producer: int) -> None:
+    """TensorFlow's ``CheckOpDeprecation``: an op removed at GraphDef version V is refused in a GraphDef
+    whose ``versions.producer`` is V or later (a GraphDef without ``versions`` is version 0)."""
+    deprecation = getattr(getattr(op_def, "spec", None), "deprecation", None)
+    if deprecation is not None and producer >= deprecation.version:
+        raise node.error(
+            f"Op {op_type} is not available in GraphDef version {producer}. It has been removed in version "
+            f"{deprecation.version}. {deprecation.explanation}.",
+            node.where("op"),
+            UnimplementedError,
+        )
+
+
 def _prepare(gdef: Typed) -> list[tuple]:
     """Every node checked and decoded, in topological order: ``(node, name, op_type, refs, attrs, label)``."""
+    versions = gdef.get("versions")
+    producer = versions.get("producer", 0) if versions is not None else 0
     nodes = gdef.all("node")
     index: dict[str, int] = {}
     for i, node in enumerate(nodes):
@@ -303,6 +318,7 @@ def _prepare(gdef: Typed) -> list[tuple]:
             op_def = get_op_def(op_type)
         except NotFoundError as e:
             raise node.error(f"node '{name}': {e.message}", node.where("op"), NotFoundError) from None
+        _check_version(node, op_type, op_def, producer)
         attrs = dict(_attr(a, op_def.attr_kinds, name, op_type, budget) for a in node.all("attr"))
         label = attrs.pop("_kernel", None)
         attrs = {k: v for k, v in attrs.items() if k in op_def.attr_kinds}

@@ -315,7 +315,7 @@ def convert_attrs(spec: OpSpec, attrs: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for a in spec.attrs:
         v = attrs.get(a.name)
-        if v is None:
+        if v is None and not a.required:  # a required attr's None is refused below, as TensorFlow does
             out[a.name] = a.default
         elif a.type == "float":
             out[a.name] = _make_float(v, a.name, spec.name)

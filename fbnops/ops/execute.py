@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,15 +24,19 @@ from ..framework.errors import InvalidArgumentError
 from ..framework.layouts import channel_axis, is_channels_first
 from ..framework.tensor import as_array, shape_str
 from ..specs import ArgSpec, OpSpec
+from . import validation
 from .validation import check_attrs, check_dtypes, is_required
 
 __all__ = ["prepare", "execute", "execute_checked", "call_signature", "contiguous"]
 
 
-def _check_tensor_rank(name: str, arr: np.ndarray, op: str) -> None:
-    # TensorFlow's kernels accept 4-D or 5-D for any data_format (eager semantics).
-    if arr.ndim not in (4, 5):
-        raise InvalidArgumentError(f"input must be 4 or 5-dimensional{shape_str(arr.shape)} (input '{name}')", op)
+def _check_tensor_rank(arg: ArgSpec, arr: np.ndarray, ranks: tuple[int, ...], op: str) -> None:
+    if arr.ndim not in ranks:
+        label = arg.tf_message_label or "input"
+        allowed = " or ".join(map(str, ranks))
+        raise InvalidArgumentError(
+            f"{label} must be {allowed}-dimensional{shape_str(arr.shape)} (input '{arg.name}')", op
+        )
 
 
 def _check_vector_rank(arg: ArgSpec, arr: np.ndarray, op: str) -> None:
@@ -40,65 +45,71 @@ def _check_vector_rank(arg: ArgSpec, arr: np.ndarray, op: str) -> None:
         raise InvalidArgumentError(f"{label} must be 1-dimensional{shape_str(arr.shape)} (input '{arg.name}')", op)
 
 
-def _check_channel_count(name: str, arr: np.ndarray, channels: int, op: str, prefix: str = "", hint: str = "") -> None:
+def _check_channel_count(
+    name: str, data: str, arr: np.ndarray, channels: int, op: str, prefix: str = "", hint: str = ""
+) -> None:
     if arr.shape[0] != channels:
         raise InvalidArgumentError(
-            f"{prefix}{name} must have the same number of elements as the channels of x, "
+            f"{prefix}{name} must have the same number of elements as the channels of {data}, "
             f"got {arr.shape[0]} and {channels}{hint}",
             op,
         )
 
 
-def _layout_hint(x_shape: tuple[int, ...], data_format: str, count: int) -> str:
-    """TensorFlow's message, plus the likely fix when the count fits the other layout's channel axis."""
-    other = "NC" + data_format[1:-1] if not is_channels_first(data_format) else "N" + data_format[2:] + "C"
-    if count != x_shape[channel_axis(other, len(x_shape))]:
+def _layout_hint(spec: OpSpec, shape: tuple[int, ...], attrs: dict[str, Any], count: int) -> str:
+    """The likely fix when a vector's length fits the other layout's channel axis (data_format ops only)."""
+    layout_attr = spec.data.layout_attr
+    if layout_attr is None:
         return ""
-    return f" (data_format is '{data_format}': if x is {other} data, pass data_format='{other}')"
+    data_format = attrs[layout_attr]
+    other = "NC" + data_format[1:-1] if not is_channels_first(data_format) else "N" + data_format[2:] + "C"
+    if count != shape[channel_axis(other, len(shape))]:
+        return ""
+    return f" ({layout_attr} is '{data_format}': if {spec.data.input} is {other} data, pass {layout_attr}='{other}')"
 
 
-_ARG_KINDS: dict[str, tuple[tuple[str, ...], tuple]] = {}  # per spec: tensor input names, channel-vector args
+_ARG_KINDS: dict[str, tuple[tuple, tuple]] = {}  # per spec: tensor inputs, channel-vector inputs
 
 
-def _arg_kinds(spec: OpSpec) -> tuple[tuple[str, ...], tuple]:
+def _arg_kinds(spec: OpSpec) -> tuple[tuple, tuple]:
     kinds = _ARG_KINDS.get(spec.name)
     if kinds is None:
-        tensors = tuple(a.name for a in spec.inputs if a.kind == "tensor")
+        tensors = tuple(a for a in spec.inputs if a.kind == "tensor")
         vectors = tuple(a for a in spec.inputs if a.kind == "channels")
         kinds = _ARG_KINDS[spec.name] = (tensors, vectors)
     return kinds
 
 
 def _check_shapes(spec: OpSpec, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> None:
-    """TensorFlow's kernel validation (tf_semantics.md section 1.6), spec-driven."""
-    op = spec.name
+    """TensorFlow's kernel validation (tf_semantics.md section 1.6), driven by the spec's :class:`DataSpec`.
+
+    Every ``tensor`` input has one of the data ranks and the data tensor's shape;
+    every ``channels`` input is 1-D with C elements (when the op reads it).
+    """
+    if spec.data is None:
+        return
+    op, data = spec.name, spec.data.input
     tensors, vectors = _arg_kinds(spec)
-    for name in tensors:
-        _check_tensor_rank(name, arrays[name], op)
+    for arg in tensors:
+        _check_tensor_rank(arg, arrays[arg.name], spec.data.ranks, op)
     for arg in vectors:
         _check_vector_rank(arg, arrays[arg.name], op)
-    x = arrays["x"]
-    for name in tensors:  # gradients: y_backprop (and any other data tensor) must have x's shape exactly
-        if name != "x" and arrays[name].shape != x.shape:
+    shape = arrays[data].shape
+    for arg in tensors:  # gradients: y_backprop (and any other data tensor) must have x's shape exactly
+        if arg.name != data and arrays[arg.name].shape != shape:
             raise InvalidArgumentError(
-                f"x and {name} must have same shape, but x has shape {shape_str(x.shape)} "
-                f"and {name} has shape {shape_str(arrays[name].shape)}",
+                f"{data} and {arg.name} must have same shape, but {data} has shape {shape_str(shape)} "
+                f"and {arg.name} has shape {shape_str(arrays[arg.name].shape)}",
                 op,
             )
-    x_shape = arrays["x"].shape
-    channels = x_shape[channel_axis(attrs["data_format"], len(x_shape))]
+    channels = shape[validation.channel_axis(spec, len(shape), attrs)]
     for arg in vectors:
-        if arrays[arg.name].shape[0] == channels:
-            continue
-        if arg.required_when is not None:
-            if not is_required(arg, attrs):
-                continue  # TF ignores mean/variance in training with factor 1
-            prefix = "When is_training=false, " if not attrs["is_training"] else "When exponential_avg_factor != 1, "
-            _check_channel_count(arg.name, arrays[arg.name], channels, op, prefix)
         count = arrays[arg.name].shape[0]
-        _check_channel_count(
-            arg.name, arrays[arg.name], channels, op, "", _layout_hint(x_shape, attrs["data_format"], count)
-        )
+        if count == channels or not is_required(arg, attrs):
+            continue  # TF ignores mean/variance in training with factor 1
+        prefix = validation.requirement_prefix(arg, attrs)
+        hint = "" if prefix else _layout_hint(spec, shape, attrs, count)
+        _check_channel_count(arg.name, data, arrays[arg.name], channels, op, prefix, hint)
 
 
 def _check_memory(spec: OpSpec, arrays: dict[str, np.ndarray]) -> None:
@@ -116,14 +127,13 @@ def _check_memory(spec: OpSpec, arrays: dict[str, np.ndarray]) -> None:
         if not (a.flags.c_contiguous and a.flags.aligned):
             need += nbytes  # one contiguous copy
             named.append(arg.name)
-        if arg.kind == "tensor" and arg.name == "x":
-            need += nbytes  # the output of the same shape
-            named.append("x") if "x" not in named else None
-    x = arrays["x"]
+    # the outputs: one of each output's size; a data-shaped output is the largest input's size
+    largest = max(arrays.values(), key=lambda a: a.size * a.dtype.itemsize)
+    need += sum(largest.size * largest.dtype.itemsize for a in spec.outputs if a.kind == "tensor")
     memory.check_fits(
         need,
-        f"tensor with shape{shape_str(x.shape)} and type {dtypes.tf_name(x.dtype)} on CPU (outputs and contiguous "
-        f"copies of inputs {', '.join(repr(n) for n in named)})",
+        f"tensor with shape{shape_str(largest.shape)} and type {dtypes.tf_name(largest.dtype)} on CPU (outputs "
+        f"and contiguous copies of inputs {', '.join(repr(n) for n in named)})",
         spec.name,
     )
 
@@ -205,7 +215,11 @@ def checked_attrs_for(signature: tuple | None) -> dict[str, Any] | None:
 def execute_checked(
     op_type: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any], backend: str | None = None
 ) -> tuple[np.ndarray, ...]:
-    """Run a validated call (the arrays and attrs that :func:`prepare` returned)."""
+    """Run a validated call (the arrays and attrs that :func:`prepare` returned).
+
+    The op's body receives every input C-contiguous and aligned (one copy of any
+    other layout, which :func:`_check_memory` counted), so no body copies its inputs.
+    """
     op_def = registry.get_op_def(op_type)
     if op_def.kernel:
         kernel = registry.get_kernel(op_def.kernel, backend)
@@ -213,7 +227,11 @@ def execute_checked(
         if backend:
             registry.check_backend(backend)
         kernel = None
-    return op_def.body(kernel, arrays, attrs)
+    return op_def.body(kernel, {name: contiguous(a) for name, a in arrays.items()}, attrs)
+
+
+# convert(spec, inputs, attrs) -> (inputs, attrs): a surface's own conversions (raw_ops: tf.raw_ops' rules)
+Convert = Callable[[OpSpec, dict[str, Any], dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
 
 
 def execute(
@@ -221,12 +239,19 @@ def execute(
     inputs: dict[str, Any],
     attrs: dict[str, Any],
     backend: str | None = None,
+    *,
+    surface: str = "execute",
+    convert: Convert | None = None,
 ) -> tuple[np.ndarray, ...]:
-    """Run one op eagerly: validate, then dispatch to ``backend`` (default: the current one)."""
-    signature = call_signature("execute", op_type, inputs, attrs)
+    """Run one op eagerly: validate (after ``surface``'s ``convert``), then dispatch to ``backend``
+    (default: the current one).  A call like one that passed on the same surface skips both."""
+    signature = call_signature(surface, op_type, inputs, attrs)
     checked = checked_attrs_for(signature)
     if checked is not None:
         return execute_checked(op_type, inputs, checked, backend)
-    _, arrays, checked = prepare(op_type, inputs, attrs)
+    given_inputs, given_attrs = (
+        (inputs, attrs) if convert is None else convert(registry.get_op_def(op_type).spec, inputs, attrs)
+    )
+    _, arrays, checked = prepare(op_type, given_inputs, given_attrs)
     remember(signature, inputs, arrays, checked)
     return execute_checked(op_type, arrays, checked, backend)

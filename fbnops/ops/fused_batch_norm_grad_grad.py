@@ -56,12 +56,12 @@ from ..framework import memory
 from ..framework.graph import Operation, Output
 from ..framework.registry import register_op_def
 from ..framework.scope import Scope
-from ..specs._common import EPSILON, IS_TRAINING, T_TYPES, data_format_attr
+from ..specs._common import BATCH_NORM_DATA, EPSILON, IS_TRAINING, T_TYPES, data_format_attr
 from ..specs.op_spec import ArgSpec, OpSpec, Surfaces
 from .array_ops import zeros_like
 from .canonical import NdView
 from .op_def import NO_KERNEL, SpecOpDef
-from .shape_inference import fused_batch_norm_shape
+from .shape_inference import spec_shape
 
 __all__ = ["SPEC", "OP_DEF", "GradGrad", "grad_grad_view", "second_order_gradient"]
 
@@ -165,6 +165,7 @@ SPEC = OpSpec(
     type_attrs={"T": T_TYPES},
     kernel_type_attrs={"T": T_TYPES},
     surfaces=Surfaces(java_class="", java_endpoint="", cc_class="", python=""),
+    data=BATCH_NORM_DATA,
 )
 
 
@@ -195,4 +196,4 @@ def second_order_gradient(scope: Scope, op: Operation, grads: Sequence[Output | 
     return [*gg.outputs, *[None] * (len(op.inputs) - 3)]
 
 
-OP_DEF = register_op_def(SpecOpDef(SPEC, body=_body, shape=fused_batch_norm_shape, kernel=NO_KERNEL))
+OP_DEF = register_op_def(SpecOpDef(SPEC, body=_body, shape=spec_shape, kernel=NO_KERNEL))

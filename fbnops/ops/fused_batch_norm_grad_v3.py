@@ -20,10 +20,9 @@ from ..framework import registry
 from ..framework.registry import register_gradient, register_op_def
 from ..specs import OpSpec, get_spec
 from .canonical import NdView, channel_vector
-from .execute import contiguous
 from .fused_batch_norm_grad_grad import second_order_gradient
 from .op_def import SpecOpDef
-from .shape_inference import fused_batch_norm_shape
+from .shape_inference import spec_shape
 
 __all__ = ["SPEC", "OP_DEF", "register_backward", "grad_outputs", "grad_on_view"]
 
@@ -67,11 +66,11 @@ def _backward(kernel: Callable, a: dict[str, np.ndarray], attrs: dict[str, Any])
     if x.size == 0:
         return grad_outputs(np.empty(x.shape, x.dtype), view.channels)
     dx, dscale, doffset = kernel(
-        contiguous(x).reshape(view.view),
-        contiguous(dy).reshape(view.view),
-        contiguous(a["scale"]),
-        contiguous(a["reserve_space_1"]),
-        contiguous(a["reserve_space_2"]),
+        x.reshape(view.view),
+        dy.reshape(view.view),
+        a["scale"],
+        a["reserve_space_1"],
+        a["reserve_space_2"],
         epsilon=attrs["epsilon"],
         is_training=attrs["is_training"],
     )
@@ -80,7 +79,7 @@ def _backward(kernel: Callable, a: dict[str, np.ndarray], attrs: dict[str, Any])
 
 def register_backward(spec: OpSpec) -> SpecOpDef:
     """Register a batch-norm grad op (V1/V2/V3): V3's body and kernels, the second-order gradient."""
-    op_def = register_op_def(SpecOpDef(spec, body=_backward, shape=fused_batch_norm_shape, kernel=SPEC.name))
+    op_def = register_op_def(SpecOpDef(spec, body=_backward, shape=spec_shape, kernel=SPEC.name))
     register_gradient(spec.name)(second_order_gradient)
     return op_def
 

@@ -23,9 +23,8 @@ from ..framework.registry import register_gradient, register_op_def
 from ..framework.scope import Scope
 from ..specs import OpSpec, get_spec
 from .canonical import NdView, channel_vector
-from .execute import contiguous
 from .op_def import SpecOpDef
-from .shape_inference import fused_batch_norm_shape
+from .shape_inference import spec_shape
 
 __all__ = [
     "SPEC",
@@ -115,11 +114,11 @@ def _forward(kernel: Callable, a: dict[str, np.ndarray], attrs: dict[str, Any]):
     if x.size == 0:
         return empty_batch_outputs(np.empty(x.shape, x.dtype), view.channels, is_training, a["mean"], a["variance"])
     y, mean, var = kernel(
-        contiguous(x).reshape(view.view),
-        contiguous(a["scale"]),
-        contiguous(a["offset"]),
-        contiguous(a["mean"]) if not is_training else None,
-        contiguous(a["variance"]) if not is_training else None,
+        x.reshape(view.view),
+        a["scale"],
+        a["offset"],
+        a["mean"] if not is_training else None,
+        a["variance"] if not is_training else None,
         epsilon=attrs["epsilon"],
         is_training=is_training,
     )
@@ -175,7 +174,7 @@ def register_forward(spec: OpSpec) -> SpecOpDef:
     """Register a forward batch-norm op (V1/V2/V3): V3's body and kernels, its first ``len(outputs)`` outputs."""
     n_out = len(spec.outputs)
     body = _forward if n_out == len(SPEC.outputs) else lambda kernel, a, attrs: _forward(kernel, a, attrs)[:n_out]
-    op_def = register_op_def(SpecOpDef(spec, body=body, shape=fused_batch_norm_shape, kernel=SPEC.name))
+    op_def = register_op_def(SpecOpDef(spec, body=body, shape=spec_shape, kernel=SPEC.name))
     register_gradient(spec.name)(_gradient)
     return op_def
 

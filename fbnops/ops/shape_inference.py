@@ -1,16 +1,18 @@
-"""Graph-mode shape functions, TensorFlow's ``shape_inference`` helpers and the batch-norm rule.
+"""Graph-mode shape functions: TensorFlow's ``shape_inference`` helpers and the spec-driven rule.
 
-Unlike eager execution (where the kernel accepts 4-D or 5-D input for any
-``data_format``), graph construction applies the registered shape function: the
+Unlike eager execution (where the batch-norm kernels accept 4-D or 5-D input for
+any ``data_format``), graph construction applies the registered shape function: the
 rank must match the format, the channel dimensions of every per-channel input
 must merge, and the messages are TensorFlow's (``Shape must be rank 4 but is
 rank 5``, ``Dimensions must be equal, but are 2 and 3``).  Dimensions may be
 unknown (``None``); a shape of ``None`` is an unknown rank.
 
-:func:`fused_batch_norm_shape` is TensorFlow's ``FusedBatchNormShape`` /
-``FusedBatchNormV3Shape`` / ``FusedBatchNormGradShape`` in one, read from the spec:
-``tensor`` inputs are checked against the format's rank, ``channels`` inputs (when
-:func:`~fbnops.ops.validation.is_required`) against the channel dimension.
+:func:`spec_shape` is TensorFlow's ``FusedBatchNormShape`` / ``FusedBatchNormV3Shape`` /
+``FusedBatchNormGradShape`` and the ``BatchNormWithGlobalNormalization{,Grad}`` shape
+functions in one, read from the spec's :class:`~fbnops.specs.DataSpec`: ``tensor``
+inputs are checked against the graph rank (the layout attr's length, or the one
+data rank), ``channels`` inputs (when :func:`~fbnops.ops.validation.is_required`)
+against the channel dimension.
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..framework.errors import InvalidArgumentError
-from ..framework.layouts import channel_axis, format_rank
+from ..framework.layouts import format_rank
 from ..specs import OpSpec
-from .validation import is_required
+from .validation import channel_axis, is_required
 
 Shape = tuple | None  # of int | None; None for an unknown rank
 
-__all__ = ["with_rank", "merge_dim", "fused_batch_norm_shape"]
+__all__ = ["with_rank", "merge_dim", "spec_shape"]
 
 
 def with_rank(shape: Shape, rank: int, what: str) -> tuple:
@@ -41,22 +43,27 @@ def merge_dim(a: int | None, b: int | None, what: str) -> int | None:
     return a if a is not None else b
 
 
-def fused_batch_norm_shape(spec: OpSpec, shapes: dict[str, Shape], attrs: dict[str, Any]) -> list[Shape]:
-    """Static output shapes of a batch-norm op, or InvalidArgumentError (TF's shape function)."""
-    fmt = attrs["data_format"]
-    rank = format_rank(fmt)
-    axis = channel_axis(fmt, rank)
+def _graph_rank(spec: OpSpec, attrs: dict[str, Any]) -> int:
+    data = spec.data
+    return format_rank(attrs[data.layout_attr]) if data.layout_attr is not None else data.ranks[0]
+
+
+def spec_shape(spec: OpSpec, shapes: dict[str, Shape], attrs: dict[str, Any]) -> list[Shape]:
+    """Static output shapes of an op with a data tensor, or InvalidArgumentError (TF's shape function)."""
+    rank = _graph_rank(spec, attrs)
+    axis = channel_axis(spec, rank, attrs)
     tensors = [a.name for a in spec.inputs if a.kind == "tensor"]
     full = {name: with_rank(shapes[name], rank, f"input '{name}'") for name in tensors}
     channels = None
     for name in tensors:
         channels = merge_dim(channels, full[name][axis], f"channels of '{name}'")
+    data = spec.data.input
     for arg in spec.inputs:
         if arg.kind == "channels" and is_required(arg, attrs):
             vec = with_rank(shapes[arg.name], 1, f"input '{arg.name}'")
-            channels = merge_dim(channels, vec[0], f"input '{arg.name}' and the channels of x")
-    x = list(full["x"])
-    x[axis] = channels
+            channels = merge_dim(channels, vec[0], f"input '{arg.name}' and the channels of {data}")
+    out_shape = list(full[data])
+    out_shape[axis] = channels
     # A rank-0 output (FusedBatchNormV3's reserve_space_3) is an unknown shape in TF's shape function.
-    out = {"tensor": tuple(x), "channels": (channels,), "empty": (0,), "scalar0": None}
+    out = {"tensor": tuple(out_shape), "channels": (channels,), "empty": (0,), "scalar0": None}
     return [out[a.kind] for a in spec.outputs]

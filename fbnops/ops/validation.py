@@ -1,4 +1,4 @@
-"""Spec-driven checks shared by every op: attrs, dtypes, and when an input is required.
+"""Spec-driven checks shared by every op: attrs, dtypes, when an input is required, where the channels are.
 
 Nothing here knows about batch norm; it reads an :class:`~fbnops.specs.OpSpec`.
 Messages follow TensorFlow's where TensorFlow has one, and always name the
@@ -14,20 +14,40 @@ import numpy as np
 
 from ..framework import dtypes
 from ..framework.errors import InvalidArgumentError, NotFoundError
+from ..framework.layouts import channel_axis as format_channel_axis
 from ..specs import ATTR_TYPES, ArgSpec, OpSpec
 
-__all__ = ["check_attrs", "check_dtypes", "is_required"]
+__all__ = ["check_attrs", "check_dtypes", "is_required", "requirement_prefix", "channel_axis"]
 
 # ArgSpec.required_when conditions: when must a per-channel input match the channels of x?
 _CONDITIONS = {
     # TensorFlow reads mean/variance in inference, or to blend with exponential_avg_factor != 1.
     "stats_used": lambda attrs: not attrs["is_training"] or attrs.get("exponential_avg_factor", 1.0) != 1.0,
 }
+# ... and how TensorFlow's message about such an input starts
+_PREFIXES = {
+    "stats_used": lambda attrs: (
+        "When is_training=false, " if not attrs["is_training"] else "When exponential_avg_factor != 1, "
+    ),
+}
 
 
 def is_required(arg: ArgSpec, attrs: dict[str, Any]) -> bool:
     """Whether input ``arg`` is read under the (checked) ``attrs``."""
     return arg.required_when is None or _CONDITIONS[arg.required_when](attrs)
+
+
+def requirement_prefix(arg: ArgSpec, attrs: dict[str, Any]) -> str:
+    """The start of TensorFlow's message about a conditionally read input ("When is_training=false, ")."""
+    return "" if arg.required_when is None else _PREFIXES[arg.required_when](attrs)
+
+
+def channel_axis(spec: OpSpec, ndim: int, attrs: dict[str, Any]) -> int:
+    """The channel axis of the op's data tensor of rank ``ndim``, by its :class:`~fbnops.specs.DataSpec`."""
+    data = spec.data
+    if data.layout_attr is not None:
+        return format_channel_axis(attrs[data.layout_attr], ndim)
+    return data.channel_axis % ndim
 
 
 _EXACT = {name: t.python for name, t in ATTR_TYPES.items()}
@@ -71,6 +91,8 @@ def check_attrs(spec: OpSpec, attrs: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for a in spec.attrs:
         v = attrs.get(a.name, a.default)
+        if a.required and a.name not in attrs:
+            raise InvalidArgumentError(f"NodeDef missing attr '{a.name}' from Op<name={spec.name}>", spec.name)
         if type(v) is _EXACT[a.type] and (a.allowed is None or v in a.allowed):
             if a.type == "float":  # fast path for a plain float seen before
                 f = _AS_FLOAT32.get(v)

@@ -6,34 +6,43 @@ Validation, the Python API (``fbnops.raw_ops``), the language mirrors and the do
 pages all read these objects; nothing restates them by hand.
 
 Adding an op: write its spec module (``SPEC = OpSpec(...)``, built from
-:mod:`fbnops.specs.op_spec`) and list it in :data:`_SPEC_MODULES`.
+:mod:`fbnops.specs.op_spec`); it is found by name (:data:`MODULE_NAMES`).
 """
 
 from __future__ import annotations
 
-from . import (
-    fused_batch_norm,
-    fused_batch_norm_grad,
-    fused_batch_norm_grad_v2,
-    fused_batch_norm_grad_v3,
-    fused_batch_norm_v2,
-    fused_batch_norm_v3,
+import importlib
+import pkgutil
+
+from .op_spec import ATTR_TYPES, REQUIRED, ArgSpec, AttrSpec, AttrType, DataSpec, Deprecation, OpSpec, Surfaces
+
+__all__ = [
+    "ArgSpec",
+    "AttrSpec",
+    "AttrType",
+    "ATTR_TYPES",
+    "DataSpec",
+    "Deprecation",
+    "OpSpec",
+    "REQUIRED",
+    "Surfaces",
+    "MODULE_NAMES",
+    "get_spec",
+    "all_specs",
+]
+
+# One module per op, found rather than listed (adding an op is adding its module): every module of
+# this package but the vocabulary (op_spec) and the private helpers (_*), in name order - the order
+# of raw_ops and the registry.  fbnops.ops has an op module of the same name for each.
+MODULE_NAMES: tuple[str, ...] = tuple(
+    sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_") and m.name != "op_spec")
 )
-from .op_spec import ATTR_TYPES, ArgSpec, AttrSpec, AttrType, OpSpec, Surfaces
 
-__all__ = ["ArgSpec", "AttrSpec", "AttrType", "ATTR_TYPES", "OpSpec", "Surfaces", "get_spec", "all_specs"]
-
-# In registration order (the order of raw_ops, the mirrors and the docs).
-_SPEC_MODULES = (
-    fused_batch_norm_v3,
-    fused_batch_norm_grad_v3,
-    fused_batch_norm,
-    fused_batch_norm_grad,
-    fused_batch_norm_v2,
-    fused_batch_norm_grad_v2,
-)
-
-_REGISTRY: dict[str, OpSpec] = {mod.SPEC.name: mod.SPEC for mod in _SPEC_MODULES}
+_REGISTRY: dict[str, OpSpec] = {}
+for _name in MODULE_NAMES:
+    _spec = importlib.import_module(f"{__name__}.{_name}").SPEC
+    _REGISTRY[_spec.name] = _spec
+del _name, _spec
 
 
 def get_spec(name: str) -> OpSpec:

@@ -1,11 +1,14 @@
 """Attr and type definitions shared by the batch-norm op specs (TF's nn_ops.cc helpers)."""
 
-from .op_spec import AttrSpec
+from .op_spec import AttrSpec, DataSpec
 
 # GetConvnetDataFormat2D3DAttrString()
 DATA_FORMATS = ("NHWC", "NCHW", "NDHWC", "NCDHW")
 
 T_TYPES = ("half", "bfloat16", "float")
+
+# x: 4-D or 5-D for any data_format in eager execution; graphs take the format's rank
+BATCH_NORM_DATA = DataSpec("x", ranks=(4, 5), layout_attr="data_format")
 
 EPSILON = AttrSpec(
     name="epsilon",

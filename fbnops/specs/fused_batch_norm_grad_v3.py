@@ -1,6 +1,6 @@
 """FusedBatchNormGradV3: seeds 000 (Java), 001 (C++), 002 (Python); api_def text."""
 
-from ._common import EPSILON, IS_TRAINING, T_TYPES, data_format_attr
+from ._common import BATCH_NORM_DATA, EPSILON, IS_TRAINING, T_TYPES, data_format_attr
 from .op_spec import ArgSpec, OpSpec, Surfaces
 
 _RS1 = (
@@ -71,7 +71,13 @@ SPEC = OpSpec(
             ("is_training=True", "BatchNormTrainingBackward with diff_gamma and diff_beta (3 outputs)"),
             ("is_training=False", "no equivalent: the 1-output BatchNormTrainingBackward omits the scale factor"),
         ),
+        java_package="nn",
     ),
+    data=BATCH_NORM_DATA,
     gradient="FusedBatchNormGradGrad",
+    gradient_doc=(
+        "fbnops-internal, TensorFlow's `_FusedBatchNormGradGrad` semantics: the gradients with respect "
+        "to `y_backprop`, `x` and `scale`."
+    ),
     seeds=("000", "001", "002"),
 )

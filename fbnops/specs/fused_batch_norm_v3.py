@@ -1,6 +1,6 @@
 """FusedBatchNormV3, the forward op whose reserve spaces feed FusedBatchNormGradV3."""
 
-from ._common import EPSILON, IS_TRAINING, T_TYPES, data_format_attr
+from ._common import BATCH_NORM_DATA, EPSILON, IS_TRAINING, T_TYPES, data_format_attr
 from .op_spec import ArgSpec, AttrSpec, OpSpec, Surfaces
 
 SPEC = OpSpec(
@@ -92,7 +92,10 @@ SPEC = OpSpec(
             ("is_training=True", "BatchNormForwardTraining (momentum blending, no Bessel correction)"),
             ("is_training=False", "BatchNormInference"),
         ),
+        java_package="nn",
     ),
+    data=BATCH_NORM_DATA,
     gradient="FusedBatchNormGradV3",
+    gradient_doc="Fed the forward's reserve spaces in training and its `mean`/`variance` inputs otherwise.",
     seeds=(),
 )

@@ -18,6 +18,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import spec_examples as examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -72,8 +73,19 @@ spec_st = st.sampled_from(SPECS)
 
 
 def valid_inputs(spec):
-    shapes = {"tensor": (2, 2, 2, 3), "channels": (3,), "any": (3,)}
-    return [np.ones(shapes[a.kind], F) for a in spec.inputs]
+    return [
+        np.ones(shape, examples.dtype_of(spec, a.type))
+        for a, shape in zip(spec.inputs, examples.input_shapes(spec).values(), strict=True)
+    ]
+
+
+def with_attr(spec, index: int, value):
+    """The required attrs' values and the optional attr to set: attr ``index`` (of all) set to ``value``."""
+    attr = spec.attrs[index % len(spec.attrs)]
+    required = examples.required_attrs(spec)
+    if attr.required:
+        return [*{**required, attr.name: value}.values()], None
+    return list(required.values()), attr
 
 
 # ------------------------------------------------------------------------------ C++
@@ -93,7 +105,7 @@ def test_cc_any_input_is_a_status(spec, position, value):
     args = valid_inputs(spec)
     args[position % len(args)] = value
     root = cc.Scope.NewRootScope()
-    getattr(cc.ops, spec.surfaces.cc_class)(root, *args)  # must not raise
+    getattr(cc.ops, spec.surfaces.cc_class)(root, *args, *examples.required_attrs(spec).values())  # must not raise
     assert_cc_status(root)
 
 
@@ -101,17 +113,18 @@ def test_cc_any_input_is_a_status(spec, position, value):
 @given(spec=spec_st, attr=st.integers(0, 3), value=hostile)
 def test_cc_any_attr_value_is_a_status(spec, attr, value):
     cls = getattr(cc.ops, spec.surfaces.cc_class)
-    setter = pascal(spec.attrs[attr % len(spec.attrs)].name)
+    required, optional = with_attr(spec, attr, value)
     root = cc.Scope.NewRootScope()
-    cls(root, *valid_inputs(spec), getattr(cls, setter)(value))
+    options = [] if optional is None else [getattr(cls, pascal(optional.name))(value)]
+    cls(root, *valid_inputs(spec), *required, *options)
     assert_cc_status(root)
 
 
 @pytest.mark.parametrize("attrs", [object(), "NHWC", 1.0, cc.ops.Placeholder.Attrs()], ids=repr)
 def test_cc_foreign_attrs_objects_are_statuses(attrs):
-    spec = SPECS[0]
+    spec = next(s for s in SPECS if s.optional_attrs)  # an op with an Attrs struct
     root = cc.Scope.NewRootScope()
-    getattr(cc.ops, spec.surfaces.cc_class)(root, *valid_inputs(spec), attrs)
+    getattr(cc.ops, spec.surfaces.cc_class)(root, *valid_inputs(spec), *examples.required_attrs(spec).values(), attrs)
     assert root.status().code() == cc.StatusCode.kInvalidArgument and "Attrs" in root.status().message()
 
 
@@ -176,18 +189,25 @@ def test_java_any_input_is_a_java_exception(spec, position, value):
     args = [tf.constant(v) for v in valid_inputs(spec)]
     index = position % len(args)
     args[index] = java_call(lambda: tf.constant(value)) or value
-    java_call(lambda: getattr(tf, spec.name[:1].lower() + spec.name[1:])(*args))
+    java_call(
+        lambda: getattr(tf, spec.name[:1].lower() + spec.name[1:])(*args, *examples.required_attrs(spec).values())
+    )
 
 
 @SETTINGS
 @given(spec=spec_st, attr=st.integers(0, 3), value=hostile)
 def test_java_any_option_value_is_a_java_exception(spec, attr, value):
     cls = getattr(java.core, spec.name)
-    setter = camel(spec.attrs[attr % len(spec.attrs)].name)
+    required, optional = with_attr(spec, attr, value)
     g = java.Graph()
     tf = java.Ops.create(g)
     args = [tf.constant(v) for v in valid_inputs(spec)]
-    java_call(lambda: cls.create(g.baseScope(), *args, getattr(cls, setter)(value)))
+
+    def build():
+        options = [] if optional is None else [getattr(cls, camel(optional.name))(value)]
+        return cls.create(g.baseScope(), *args, *required, *options)
+
+    java_call(build)
 
 
 @SETTINGS
