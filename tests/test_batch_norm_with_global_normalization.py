@@ -313,3 +313,28 @@ def test_java_mirror_classes_are_in_nn_and_run():
         tf.nn.batchNormWithGlobalNormalization(*consts, None, True)
     with pytest.raises(java.IllegalArgumentException, match=r"scaleAfterNormalization\(Boolean\) cannot take int 1"):
         tf.nn.batchNormWithGlobalNormalization(*consts, 1e-3, 1)
+
+
+def test_grad_graph_shape_merges_whole_shapes_as_tensorflow():
+    """TF's shape function merges t and backprop whole (not just their channels): dx takes each known dimension."""
+    tf = extras.require("tensorflow", "oracle")
+    c = 7
+    shapes = {"t": (2, None, None, c), "m": (c,), "v": (c,), "gamma": (c,), "backprop": (None, 4, 5, c)}
+    scope = Scope(Graph())
+    op = scope.add_op(GRAD, [scope.placeholder(np.float32, s, name=k) for k, s in shapes.items()], A)
+    with tf.Graph().as_default() as g:
+        for name, shape in shapes.items():
+            tf.compat.v1.placeholder(tf.float32, shape, name=name)
+    gd = g.as_graph_def()
+    node = gd.node.add(name="bn", op=GRAD, input=list(shapes))
+    node.attr["T"].type = tf.float32.as_datatype_enum
+    node.attr["variance_epsilon"].f = A["variance_epsilon"]
+    node.attr["scale_after_normalization"].b = A["scale_after_normalization"]
+    gd.versions.producer = 8
+    with tf.Graph().as_default() as g2:
+        tf.graph_util.import_graph_def(gd, name="")
+        want = g2.get_operation_by_name("bn").outputs[0].shape.as_list()
+    assert op.outputs[0].shape == tuple(want) == (2, 4, 5, c)
+    shapes["backprop"] = (3, 4, 5, c)
+    with pytest.raises(InvalidArgumentError, match="Dimensions must be equal, but are 2 and 3"):
+        scope.add_op(GRAD, [scope.placeholder(np.float32, s, name=f"{k}2") for k, s in shapes.items()], A)

@@ -63,6 +63,10 @@ def spec_shape(spec: OpSpec, shapes: dict[str, Shape], attrs: dict[str, Any]) ->
             vec = with_rank(shapes[arg.name], 1, f"input '{arg.name}'")
             channels = merge_dim(channels, vec[0], f"input '{arg.name}' and the channels of {data}")
     out_shape = list(full[data])
+    if spec.data.merge_shapes:  # TF merges every tensor input's whole shape with the data's
+        for name in tensors:
+            pairs = zip(out_shape, full[name], strict=True)  # both have the graph's rank (with_rank above)
+            out_shape = [merge_dim(a, b, f"input '{name}' and {data}") for a, b in pairs]
     out_shape[axis] = channels
     # A rank-0 output (FusedBatchNormV3's reserve_space_3) is an unknown shape in TF's shape function.
     out = {"tensor": tuple(out_shape), "channels": (channels,), "empty": (0,), "scalar0": None}

@@ -33,7 +33,7 @@ CPU_TYPES = ("half", "float", "double")
 REMOVED = Deprecation(9, "Use tf.nn.batch_normalization()")
 
 # t: 4-D only, channels last (the shape function's WithRank(t, 4) and Dim(input, 3))
-DATA = DataSpec("t", ranks=(4,), channel_axis=-1)
+DATA = DataSpec("t", ranks=(4,), channel_axis=-1, merge_shapes=True)
 
 VARIANCE_EPSILON = AttrSpec(
     name="variance_epsilon", type="float", default=REQUIRED, doc="A small float number to avoid dividing by 0."

@@ -90,13 +90,17 @@ class DataSpec:
     attr (``layout_attr="data_format"``: the format string says where C is, and a
     graph's rank is the format's length) or fixed (``channel_axis=-1``: the last axis,
     and a graph's rank is ``ranks[0]``).  Every other ``tensor`` input must have the
-    data tensor's shape; every ``channels`` input must have C elements.
+    data tensor's shape; every ``channels`` input must have C elements.  In a graph, TF's
+    shape functions differ: FusedBatchNorm's merge only the channel dimension of the
+    ``tensor`` inputs, BatchNormWithGlobalNormalization's merge whole shapes
+    (``merge_shapes=True``).
     """
 
     input: str
     ranks: tuple[int, ...]
     layout_attr: str | None = None
     channel_axis: int | None = None
+    merge_shapes: bool = False
 
     def __post_init__(self) -> None:
         if (self.layout_attr is None) == (self.channel_axis is None):
