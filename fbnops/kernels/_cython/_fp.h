@@ -242,6 +242,26 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
 FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_store_half16, fb_half_to_f32, fb_f32_to_half)
 FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_store_bf16x16, fb_bf16_to_f32, fb_f32_to_bf16)
 
+/* n floats narrowed as the kernels' 16-bit applies store them: 16 lanes, 8, then the tail
+ * element by element on x86-64-v3; element by element elsewhere.  (A test hook: its
+ * results are checked against ml_dtypes and NumPy on every rounding boundary.) */
+#if FB_BF16_ROWS
+#define FB_NARROW_RUN(T, NAME, STORE16, STORE8, STORE1)                                             \
+    static inline void fb_narrow_##NAME##_run(const float* v, T* out, ptrdiff_t n) {                \
+        ptrdiff_t i = 0;                                                                            \
+        for (; i + 16 <= n; i += 16) STORE16(out + i, _mm256_loadu_ps(v + i), _mm256_loadu_ps(v + i + 8)); \
+        for (; i + 8 <= n; i += 8) STORE8(out + i, _mm256_loadu_ps(v + i));                        \
+        for (; i < n; i++) out[i] = STORE1(v[i]);                                                   \
+    }
+#else
+#define FB_NARROW_RUN(T, NAME, STORE16, STORE8, STORE1)                                             \
+    static inline void fb_narrow_##NAME##_run(const float* v, T* out, ptrdiff_t n) {                \
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = STORE1(v[i]);                                    \
+    }
+#endif
+FB_NARROW_RUN(fb_half, half, fb_store_half16, fb_store_half8, fb_f32_to_half)
+FB_NARROW_RUN(fb_bf16, bf16, fb_store_bf16x16, fb_store_bf16x8, fb_f32_to_bf16)
+
 /* Non-temporal copies of finished output rows.  An output larger than the caches is
  * written with streaming stores, which skip reading each line into the cache before
  * writing it (the read-for-ownership of ordinary stores): one memory pass of the
