@@ -107,15 +107,35 @@ static inline __m256 fb_load_bf16x8(const fb_bf16* p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 
-static inline void fb_store_bf16x8(fb_bf16* p, __m256 v) {
-    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff), quiet = _mm256_set1_epi32(0x40);
+/* bfloat16 narrowing of 8 lanes, left in the upper 16 bits of each 32-bit lane: round to
+ * nearest even (u + 0x7fff + lsb), or for a NaN the quiet bit set (u | 0x400000); the
+ * caller shifts and packs.  Same bits as fb_f32_to_bf16. */
+static inline __m256i fb_bf16_round8(__m256 v) {
+    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff), quiet = _mm256_set1_epi32(0x400000);
     __m256i u = _mm256_castps_si256(v);
-    __m256i high = _mm256_srli_epi32(u, 16);
-    __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), _mm256_and_si256(high, one)), 16);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+    __m256i rounded = _mm256_add_epi32(_mm256_add_epi32(u, bias), lsb);
     __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    __m256i bits = _mm256_blendv_epi8(rounded, _mm256_or_si256(high, quiet), nan);
+    return _mm256_blendv_epi8(rounded, _mm256_or_si256(u, quiet), nan);
+}
+
+static inline void fb_store_bf16x8(fb_bf16* p, __m256 v) {
+    __m256i bits = _mm256_srli_epi32(fb_bf16_round8(v), 16);
     __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0x08);  /* lanes 0-3, then 4-7 */
     _mm_storeu_si128((__m128i*)p, _mm256_castsi256_si128(packed));
+}
+
+/* 16 lanes narrowed into one 32-byte store: one pack and one permute for two vectors (the
+ * 8-lane forms above spend a pack, a permute and a store on each). */
+static inline void fb_store_bf16x16(fb_bf16* p, __m256 v0, __m256 v1) {
+    __m256i lo = _mm256_srli_epi32(fb_bf16_round8(v0), 16), hi = _mm256_srli_epi32(fb_bf16_round8(v1), 16);
+    _mm256_storeu_si256((__m256i*)p, _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8));
+}
+
+static inline void fb_store_half16(fb_half* p, __m256 v0, __m256 v1) {
+    /* (register-form vcvtps2ph joined into one store: the memory form is slower on AMD) */
+    __m128i lo = _mm256_cvtps_ph(v0, _MM_FROUND_CUR_DIRECTION), hi = _mm256_cvtps_ph(v1, _MM_FROUND_CUR_DIRECTION);
+    _mm256_storeu_si256((__m256i*)p, _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
 }
 
 /* The float32 loops' operations in their order and with GCC's contractions, so the same
@@ -158,65 +178,89 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
     return __builtin_fmaf(B, x - m, K);
 }
 
-/* The row functions of one 16-bit type T, 8 lanes at a time, then the tail element by
+/* The row functions of one 16-bit type T, 8 lanes at a time (applies: 16, two vectors per
+ * narrowing store, then 8), then the tail element by
  * element: fb_reduce_NAME_row (a row of n lanes into the lane accumulators s0, s1),
  * fb_apply_NAME_row (per-lane coefficients) and fb_apply_NAME_run (one channel's). */
-#define FB_APPLY_LOOP(LOAD8, STORE8, LOAD1, STORE1, COEF8, COEF1)                                       \
-    ptrdiff_t i = 0;                                                                                   \
-    for (; i + 8 <= n; i += 8) {                                                                       \
-        __m256 x = mode == FB_APPLY_B ? _mm256_setzero_ps() : LOAD8(a + i);                            \
-        __m256 dy = mode == FB_APPLY_A ? _mm256_setzero_ps() : LOAD8(b + i);                           \
-        STORE8(out + i, fb_apply8(mode, x, dy, COEF8(A, i), COEF8(B, i), COEF8(K, i), COEF8(m, i)));    \
-    }                                                                                                  \
-    for (; i < n; i++) {                                                                               \
+#define FB_APPLY8(LOAD8, COEF8, j)                                                                  \
+    fb_apply8(mode, mode == FB_APPLY_B ? _mm256_setzero_ps() : LOAD8(a + (j)),                      \
+              mode == FB_APPLY_A ? _mm256_setzero_ps() : LOAD8(b + (j)), COEF8(A, j), COEF8(B, j),  \
+              COEF8(K, j), COEF8(m, j))
+#define FB_APPLY_LOOP(LOAD8, STORE8, STORE16, LOAD1, STORE1, COEF8, COEF1)                          \
+    ptrdiff_t i = 0;                                                                                \
+    for (; i + 16 <= n; i += 16) /* two vectors per narrowing store */                              \
+        STORE16(out + i, FB_APPLY8(LOAD8, COEF8, i), FB_APPLY8(LOAD8, COEF8, i + 8));               \
+    for (; i + 8 <= n; i += 8)                                                                      \
+        STORE8(out + i, FB_APPLY8(LOAD8, COEF8, i));                                                \
+    for (; i < n; i++) {                                                                            \
         float x = mode == FB_APPLY_B ? 0.0f : LOAD1(a[i]), dy = mode == FB_APPLY_A ? 0.0f : LOAD1(b[i]); \
-        out[i] = STORE1(fb_apply1(mode, x, dy, COEF1(A, i), COEF1(B, i), COEF1(K, i), COEF1(m, i)));    \
+        out[i] = STORE1(fb_apply1(mode, x, dy, COEF1(A, i), COEF1(B, i), COEF1(K, i), COEF1(m, i))); \
     }
 #define FB_LANE8(v, i) _mm256_loadu_ps((v) + (i))
 #define FB_LANE1(v, i) (v)[i]
 #define FB_CHANNEL8(v, i) _mm256_set1_ps(v)
 #define FB_CHANNEL1(v, i) (v)
-#define FB_ROWS_16(T, NAME, LOAD8, STORE8, LOAD1, STORE1)                                              \
-    static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,           \
-                                              const float* m, float* s0, float* s1) {                 \
-        ptrdiff_t i = 0; /* (each mode loads only what it uses: dy and the centre tile) */            \
-        for (; i + 8 <= n; i += 8) {                                                                   \
-            __m256 x = LOAD8(a + i);                                                                   \
-            if (mode == FB_RED_GRAD)                                                                   \
-                fb_reduce8(FB_RED_GRAD, x, LOAD8(b + i), _mm256_loadu_ps(m + i), s0 + i, s1 + i);      \
-            else if (mode == FB_RED_SUM) fb_reduce8(FB_RED_SUM, x, x, x, s0 + i, s1 + i);              \
-            else fb_reduce8(FB_RED_SQ, x, x, _mm256_loadu_ps(m + i), s0 + i, s1 + i);                  \
-        }                                                                                              \
-        for (; i < n; i++) {                                                                           \
-            float x = LOAD1(a[i]);                                                                     \
-            if (mode == FB_RED_GRAD) fb_reduce1(FB_RED_GRAD, x, LOAD1(b[i]), m[i], s0 + i, s1 + i);    \
-            else fb_reduce1(mode, x, x, mode == FB_RED_SUM ? 0.0f : m[i], s0 + i, s1 + i);             \
-        }                                                                                              \
-    }                                                                                                  \
-    static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n,    \
-                                             const float* A, const float* B, const float* K,          \
-                                             const float* m) {                                        \
-        FB_APPLY_LOOP(LOAD8, STORE8, LOAD1, STORE1, FB_LANE8, FB_LANE1)                                \
-    }                                                                                                  \
-    static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n,    \
-                                             float A, float B, float K, float m) {                    \
-        FB_APPLY_LOOP(LOAD8, STORE8, LOAD1, STORE1, FB_CHANNEL8, FB_CHANNEL1)                          \
+#define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1)                                  \
+    static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,        \
+                                              const float* m, float* s0, float* s1) {               \
+        ptrdiff_t i = 0; /* (each mode loads only what it uses: dy and the centre tile) */          \
+        for (; i + 8 <= n; i += 8) {                                                                \
+            __m256 x = LOAD8(a + i);                                                                \
+            if (mode == FB_RED_GRAD)                                                                \
+                fb_reduce8(FB_RED_GRAD, x, LOAD8(b + i), _mm256_loadu_ps(m + i), s0 + i, s1 + i);   \
+            else if (mode == FB_RED_SUM) fb_reduce8(FB_RED_SUM, x, x, x, s0 + i, s1 + i);           \
+            else fb_reduce8(FB_RED_SQ, x, x, _mm256_loadu_ps(m + i), s0 + i, s1 + i);               \
+        }                                                                                           \
+        for (; i < n; i++) {                                                                        \
+            float x = LOAD1(a[i]);                                                                  \
+            if (mode == FB_RED_GRAD) fb_reduce1(FB_RED_GRAD, x, LOAD1(b[i]), m[i], s0 + i, s1 + i); \
+            else fb_reduce1(mode, x, x, mode == FB_RED_SUM ? 0.0f : m[i], s0 + i, s1 + i);          \
+        }                                                                                           \
+    }                                                                                               \
+    static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
+                                             const float* A, const float* B, const float* K,        \
+                                             const float* m) {                                      \
+        FB_APPLY_LOOP(LOAD8, STORE8, STORE16, LOAD1, STORE1, FB_LANE8, FB_LANE1)                    \
+    }                                                                                               \
+    static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
+                                             float A, float B, float K, float m) {                  \
+        FB_APPLY_LOOP(LOAD8, STORE8, STORE16, LOAD1, STORE1, FB_CHANNEL8, FB_CHANNEL1)              \
     }
 #else
 #define FB_HALF_ROWS 0
 #define FB_BF16_ROWS 0
 /* (never called: FB_HALF_ROWS and FB_BF16_ROWS are 0) */
-#define FB_ROWS_16(T, NAME, LOAD8, STORE8, LOAD1, STORE1)                                              \
-    static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,           \
-                                              const float* m, float* s0, float* s1) {}                \
-    static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n,    \
-                                             const float* A, const float* B, const float* K,          \
-                                             const float* m) {}                                       \
-    static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n,    \
+#define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1)                                  \
+    static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,        \
+                                              const float* m, float* s0, float* s1) {}              \
+    static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
+                                             const float* A, const float* B, const float* K,        \
+                                             const float* m) {}                                     \
+    static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
                                              float A, float B, float K, float m) {}
 #endif
-FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_half_to_f32, fb_f32_to_half)
-FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_bf16_to_f32, fb_f32_to_bf16)
+FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_store_half16, fb_half_to_f32, fb_f32_to_half)
+FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_store_bf16x16, fb_bf16_to_f32, fb_f32_to_bf16)
+
+/* n floats narrowed as the kernels' 16-bit applies store them: 16 lanes, 8, then the tail
+ * element by element on x86-64-v3; element by element elsewhere.  (A test hook: its
+ * results are checked against ml_dtypes and NumPy on every rounding boundary.) */
+#if FB_BF16_ROWS
+#define FB_NARROW_RUN(T, NAME, STORE16, STORE8, STORE1)                                             \
+    static inline void fb_narrow_##NAME##_run(const float* v, T* out, ptrdiff_t n) {                \
+        ptrdiff_t i = 0;                                                                            \
+        for (; i + 16 <= n; i += 16) STORE16(out + i, _mm256_loadu_ps(v + i), _mm256_loadu_ps(v + i + 8)); \
+        for (; i + 8 <= n; i += 8) STORE8(out + i, _mm256_loadu_ps(v + i));                        \
+        for (; i < n; i++) out[i] = STORE1(v[i]);                                                   \
+    }
+#else
+#define FB_NARROW_RUN(T, NAME, STORE16, STORE8, STORE1)                                             \
+    static inline void fb_narrow_##NAME##_run(const float* v, T* out, ptrdiff_t n) {                \
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = STORE1(v[i]);                                    \
+    }
+#endif
+FB_NARROW_RUN(fb_half, half, fb_store_half16, fb_store_half8, fb_f32_to_half)
+FB_NARROW_RUN(fb_bf16, bf16, fb_store_bf16x16, fb_store_bf16x8, fb_f32_to_bf16)
 
 /* Non-temporal copies of finished output rows.  An output larger than the caches is
  * written with streaming stores, which skip reading each line into the cache before

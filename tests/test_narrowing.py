@@ -1,0 +1,67 @@
+"""The kernels' vector narrowing to float16/bfloat16 (16 and 8 lanes at a time in the x86-64-v3
+build) rounds every value as NumPy and ml_dtypes do: to nearest even, NaN kept a NaN.
+
+Each loaded build is checked (the portable one always; the x86-64-v3 one where this CPU runs
+it), on random bit patterns, every float16 rounding boundary (+-1 ulp) and special values, at
+lengths that exercise the 16-lane, 8-lane and one-by-one paths.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from fbnops.kernels._cython import batch_norm as baseline
+
+
+def _builds():
+    builds = [pytest.param(baseline, id="baseline")]
+    if baseline.cpu_has_x86_64_v3():
+        builds.append(pytest.param(importlib.import_module("fbnops.kernels._cython.batch_norm_avx2"), id="x86-64-v3"))
+    return builds
+
+
+def _floats() -> np.ndarray:
+    rng = np.random.default_rng(1)
+    random_bits = rng.integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    h = np.sort(halves[np.isfinite(halves)].astype(np.float64))
+    mids = ((h[1:] + h[:-1]) / 2).astype(np.float32)
+    # bfloat16 ties: the odd/even upper halves with exactly 0x8000 below, and +-1 around them
+    tie_bits = (np.arange(1 << 16, dtype=np.uint32) << 16) | 0x8000
+    ties = np.concatenate([tie_bits, tie_bits + 1, tie_bits - 1]).view(np.float32)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 65504, 65520, 3e38, 1e-40, 6e-8], np.float32)
+    nans = np.array([0x7F800001, 0xFF800001, 0x7FC00000, 0x7FFFFFFF], np.uint32).view(np.float32)
+    near = [mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf)]
+    return np.concatenate([random_bits, *near, ties, special, nans])
+
+
+@pytest.mark.parametrize("build", _builds())
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=["float16", "bfloat16"])
+def test_narrowing_is_round_to_nearest_even(build, dtype):
+    f = _floats()
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = f.astype(dtype)
+    nan = np.isnan(want.astype(np.float32))
+    for n in (f.size, 16 * 5 + 8 + 3, 7):  # the vector paths and tails, and a tail alone
+        got = build.narrow(f[:n], dtype)
+        assert got.dtype == np.dtype(dtype)
+        assert np.isnan(got[nan[:n]].astype(np.float32)).all()
+        np.testing.assert_array_equal(got[~nan[:n]].view(np.uint16), want[:n][~nan[:n]].view(np.uint16))
+
+
+@pytest.mark.parametrize("build", _builds())
+def test_narrowing_keeps_nan_sign_and_payload_top_bits(build):
+    # a quiet NaN stays the same NaN with the quiet bit set (what the scalar store does)
+    bits = np.array([0x7F800001, 0xFF800001, 0x7FA00000, 0xFFC12345], np.uint32)
+    got = build.narrow(np.tile(bits.view(np.float32), 8), ml_dtypes.bfloat16).view(np.uint16)
+    np.testing.assert_array_equal(got, np.tile(((bits >> 16) | 0x40).astype(np.uint16), 8))
+
+
+@pytest.mark.parametrize("build", _builds())
+def test_narrowing_other_dtype_is_a_value_error(build):
+    with pytest.raises(ValueError, match="dtype"):
+        build.narrow(np.zeros(3, np.float32), np.float32)
