@@ -31,7 +31,7 @@ from libc.math cimport sqrt
 from cpython.mem cimport PyMem_RawCalloc, PyMem_RawFree
 from libc.string cimport memcpy
 
-from ._fp cimport fb_bf16, fb_half, fb_narrow_bf16_run, fb_narrow_half_run, load, storage_t, store
+from ._fp cimport NarrowRuns, fb_bf16, fb_half, fb_narrow_bf16_run, fb_narrow_half_run, load, storage_t, store
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
 from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FWD_INFER, FWD_TRAIN, GRAD_FROZEN, GRAD_TRAIN, MAX_W,
                     RED_GRAD, RED_SQ, RED_SUM, STREAM_MIN_BYTES, Apply, Op, Plan, Reduce, make_plan)
@@ -156,6 +156,11 @@ cdef Py_ssize_t stream_min_bytes = STREAM_MIN_BYTES
 # outputs to check that the bits do not change); production code never writes it.
 from cpython.pycapsule cimport PyCapsule_New
 STREAM_MIN_BYTES_ADDRESS = PyCapsule_New(&stream_min_bytes, b"fbnops.stream_min_bytes", NULL)
+# This build's 16-bit narrowing, for the test hook _tools.narrow (tests check it on every rounding boundary).
+cdef NarrowRuns narrow_runs
+narrow_runs.half = fb_narrow_half_run
+narrow_runs.bf16 = fb_narrow_bf16_run
+NARROW_RUNS_ADDRESS = PyCapsule_New(&narrow_runs, b"fbnops.narrow_runs", NULL)
 
 
 cdef inline bint streams(const Plan* P, Py_ssize_t itemsize) noexcept nogil:

@@ -269,21 +269,3 @@ def apply(int amode, x, dy, A, B, K, center, int num_threads=1):
     finally:
         PyMem_RawFree(wd)
     return out
-
-
-def narrow(const float[::1] v, dtype):
-    """float32 values -> ``dtype`` (float16 or bfloat16) rounded as this build's kernels store
-    their outputs (x86-64-v3: 16 and 8 lanes at a time, then one by one); a test hook."""
-    cdef int kind = _storage_kind(np.dtype(dtype).num)
-    if kind != STORAGE_FLOAT16 and kind != STORAGE_BFLOAT16:
-        raise ValueError(f"dtype must be float16 or bfloat16, not {np.dtype(dtype)}")
-    out = np.empty(v.shape[0], np.uint16)
-    cdef unsigned short[::1] o = out
-    cdef Py_ssize_t n = v.shape[0]
-    if n:
-        with nogil:
-            if kind == STORAGE_FLOAT16:
-                fb_narrow_half_run(&v[0], <fb_half*> &o[0], n)
-            else:
-                fb_narrow_bf16_run(&v[0], <fb_bf16*> &o[0], n)
-    return out.view(dtype)

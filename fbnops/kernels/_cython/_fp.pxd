@@ -28,12 +28,19 @@ cdef extern from "_fp.h" nogil:
                            const float* A, const float* B, const float* K, const float* m)
     void fb_apply_bf16_run(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, Py_ssize_t L,
                            float A, float B, float K, float m)
-    # test hook: floats narrowed as the kernels' applies store them
+    # floats narrowed as the kernels' applies store them (reached by the tests through NARROW_RUNS)
     void fb_narrow_half_run(const float* v, fb_half* out, Py_ssize_t n)
     void fb_narrow_bf16_run(const float* v, fb_bf16* out, Py_ssize_t n)
     # outputs larger than the caches: rows copied out with non-temporal stores (see _fp.h)
     void fb_stream_copy(void* dst, const void* src, Py_ssize_t nbytes)
     void fb_stream_fence()
+
+# A build's narrowing runs, published by each kernel module as the capsule NARROW_RUNS_ADDRESS
+# for the test hook _tools.narrow (the module itself has no test entry point).
+ctypedef struct NarrowRuns:
+    void (*half)(const float* v, fb_half* out, Py_ssize_t n) noexcept nogil
+    void (*bf16)(const float* v, fb_bf16* out, Py_ssize_t n) noexcept nogil
+
 
 ctypedef fused storage_t:
     float

@@ -8,7 +8,9 @@
 * ``plan``: the C work plan (``_plan.pxd``, generated from ``fbnops.kernels._plan``), tested
   equal to ``fbnops.kernels._plan.plan``;
 * ``set_stream_min_bytes``: the output size from which a kernel module streams its stores
-  (tests force streaming on small outputs to check that the bits do not change).
+  (tests force streaming on small outputs to check that the bits do not change);
+* ``narrow``: float32 values rounded to float16/bfloat16 by a kernel module's own vector stores
+  (16 and 8 lanes at a time in the x86-64-v3 build), checked against NumPy/ml_dtypes.
 """
 
 import ml_dtypes
@@ -20,7 +22,7 @@ cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from cython.parallel cimport prange
 
-from ._fp cimport fb_bf16, fb_f32_to_bf16, fb_f32_to_half, fb_half, load
+from ._fp cimport NarrowRuns, fb_bf16, fb_f32_to_bf16, fb_f32_to_half, fb_half, load
 from ._plan cimport Plan, make_plan
 
 cnp.import_array()
@@ -41,6 +43,26 @@ def set_stream_min_bytes(kernels, Py_ssize_t nbytes):
     old = threshold[0]
     threshold[0] = nbytes
     return old
+
+
+def narrow(kernels, const float[::1] v, dtype):
+    """float32 values -> ``dtype`` (float16 or bfloat16) rounded as the kernel module ``kernels``
+    (batch_norm or batch_norm_avx2) stores its outputs."""
+    dtype = np.dtype(dtype)
+    if dtype != np.float16 and dtype != np.dtype(ml_dtypes.bfloat16):
+        raise ValueError(f"dtype must be float16 or bfloat16, not {dtype}")
+    cdef NarrowRuns* runs = <NarrowRuns*> PyCapsule_GetPointer(kernels.NARROW_RUNS_ADDRESS, b"fbnops.narrow_runs")
+    out = np.empty(v.shape[0], np.uint16)
+    cdef unsigned short[::1] o = out
+    cdef Py_ssize_t n = v.shape[0]
+    cdef bint half = dtype == np.float16
+    if n:
+        with nogil:
+            if half:
+                runs.half(&v[0], <fb_half*> &o[0], n)
+            else:
+                runs.bf16(&v[0], <fb_bf16*> &o[0], n)
+    return out.view(dtype)
 
 
 def round_to_half(const float[::1] v):
