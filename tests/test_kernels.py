@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -178,6 +179,25 @@ class TestConversions:
         pytest.importorskip("Cython", reason="the dtype dispatch is rendered with Cython.Tempita")
         for path, text in _plan.generated_files().items():
             assert path.read_text() == text, f"{path.name} {stale}"
+
+    def test_each_kernel_constant_is_defined_in_one_place(self):
+        """The tunables and the mode enums are assigned in _plan.py and nowhere else by hand (the generated
+        _plan.pxd/_contract.h/_dispatch.pxi are checked in step above)."""
+        import re
+
+        from fbnops.kernels import _plan
+
+        names = [*_plan.PXI_CONSTANTS, *(m.name for enum in _plan.CONTRACT_ENUMS for m in enum)]
+        generated = set(_plan.generated_files()) | {_plan.CYTHON_DIR / "_plan.pxd", _plan.CYTHON_DIR / "_contract.h"}
+        root = Path(__file__).resolve().parent.parent
+        sources = [p for p in (root / "fbnops").rglob("*") if p.suffix in (".py", ".pyx", ".pxi", ".pxd", ".h", ".tp")]
+        for name in names:
+            # an assignment, a cdef/DEF/enum member or a #define (FB_RED_SUM for RED_SUM) of the name
+            pattern = re.compile(
+                rf"^\s*(?:cdef\s+\w+\s+|DEF\s+|#define\s+(?:FB_\w*?)?)?{name}\s*(?::[^=\n]*)?(?:=|\s+\d)", re.M
+            )
+            places = [p.name for p in sources if p not in generated and pattern.search(p.read_text(errors="ignore"))]
+            assert places == ["_plan.py"], (name, places)
 
     @pytest.mark.parametrize("streaming", [False, True])
     def test_stream_add_is_the_exact_sum(self, streaming):
