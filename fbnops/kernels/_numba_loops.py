@@ -9,8 +9,10 @@ serial twin compiled from the same source, used on one thread (no thread pool
 touched: small calls, and children forked after the parent ran parallel kernels).
 
 16-bit data arrives as bits (``_numba_fp.py``: ``_load`` widens, ``_store`` rounds to
-nearest even).  ``fastmath`` is contraction only (see ``_numba_rows.FASTMATH``), so NaN and
-Inf propagate and every rounding is the C code's.
+nearest even).  Only the row sweeps (``_numba_rows.py``) are compiled with ``fastmath``, and
+it is contraction only (``_numba_rows.FASTMATH``): NaN and Inf propagate and every rounding is
+the C code's.  The items and regions here have no fastmath at all, so the per-channel math
+inlined into them (``_channel_done``) rounds as the C code does.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from numba import njit, prange
 
 from ._numba_cache import cached_njit
 from ._numba_channels import _channel_done, _combine, center_tile, finish_pass, tile
-from ._numba_rows import FASTMATH, _apply, _clear, _flush, _reduce, _runs
+from ._numba_rows import _apply, _clear, _flush, _reduce, _runs
 from ._plan import Apply, Op, Reduce
 
 # ---------------------------------------------------------------------------------------
@@ -45,7 +47,7 @@ def _block_bounds(p, item):
     return c0, min(p.block, p.C - c0), p.outer * k // p.per_channel, p.outer * (k + 1) // p.per_channel
 
 
-@njit(inline="always", fastmath=FASTMATH)
+@njit(inline="always")
 def _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part):
     """Partials of one channels-last item into part[2][width] (lane j: channel j % C)."""
     e0, e1 = _row_bounds(p, item)
@@ -66,7 +68,7 @@ def _fold_lanes(p0, p1, c, R, sums):
     sums[1, c] = t1
 
 
-@njit(inline="always", fastmath=FASTMATH)
+@njit(inline="always")
 def _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums):
     """Totals of one (channel block, batch range) item into sums[:, :nch] (lane j: channel c0 + j // run)."""
     c0, nch, n0, n1 = _block_bounds(p, item)
@@ -82,7 +84,7 @@ def _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums)
         _fold_lanes(p0, p1, c, R, sums)
 
 
-@njit(inline="always", fastmath=FASTMATH)
+@njit(inline="always")
 def _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles):
     c0, nch, n0, n1 = _block_bounds(p, item)
     base, stride = (n0 * p.C + c0) * p.inner, p.C * p.inner
@@ -110,7 +112,7 @@ def _region(fn):
     twin = FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__, fn.__closure__)
     twin.__qualname__ = fn.__qualname__ + "_serial"
     twin.__module__ = fn.__module__
-    return cached_njit(fastmath=FASTMATH)(twin), cached_njit(parallel=True, fastmath=FASTMATH)(fn)
+    return cached_njit()(twin), cached_njit(parallel=True)(fn)
 
 
 @njit(inline="always")
@@ -200,19 +202,27 @@ def _apply_mode(op):
 @_region
 def fused_region(a, b, out, p, nchunks, params):
     """Channels-first with one item per channel block: reduce, coefficients and apply back to back."""
-    op = params.op
     for t in prange(nchunks):
-        m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
-        sums = np.empty((2, p.block), np.float64)
-        tiles = np.empty((4, p.width), np.float32)
         i0, i1 = _chunk(t, p.nitems, nchunks)
-        for item in range(i0, i1):
-            c0, nch, _, _ = _block_bounds(p, item)
-            for q in range(_npasses(op)):
-                _reduce_plane_item(a, b, _reduce_mode(op, q), p, item, params.center, m, acc0, acc1, p0, p1, sums)
-                for c in range(nch):
-                    _channel_done(params, q, c0 + c, sums[0, c], sums[1, c])
-            _apply_plane_item(a, b, out, _apply_mode(op), p, item, params.A, params.B, params.K, params.center, tiles)
+        _fused_items(a, b, out, p, i0, i1, params)
+
+
+@njit
+def _fused_items(a, b, out, p, i0, i1, params):
+    """Items [i0, i1) of fused_region, in a function of their own (not the prange body, which
+    Numba transforms): its scratch is its own, and _channel_done is inlined here without
+    fastmath (a call per channel copied params' 14 arrays: a fifth of a small-plane forward)."""
+    op = params.op
+    m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
+    sums = np.empty((2, p.block), np.float64)
+    tiles = np.empty((4, p.width), np.float32)
+    for item in range(i0, i1):
+        c0, nch, _, _ = _block_bounds(p, item)
+        for q in range(_npasses(op)):
+            _reduce_plane_item(a, b, _reduce_mode(op, q), p, item, params.center, m, acc0, acc1, p0, p1, sums)
+            for c in range(nch):
+                _channel_done(params, q, c0 + c, sums[0, c], sums[1, c])
+        _apply_plane_item(a, b, out, _apply_mode(op), p, item, params.A, params.B, params.K, params.center, tiles)
 
 
 # ---------------------------------------------------------------------------------------
