@@ -38,7 +38,7 @@ class Params(NamedTuple):
     batch_var: np.ndarray
 
 
-@njit
+@njit(inline="always")  # (a call per channel cost a fifth of a small-plane forward: see _fused_items)
 def _channel_done(params, pass_index, c, s0, s1):
     op, n = params.op, params.n
     gamma = np.float64(params.scale[c])

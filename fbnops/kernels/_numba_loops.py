@@ -1,5 +1,5 @@
-"""The Numba kernels' loops: rows of lanes, work items, parallel regions, the driver
-(the per-channel math and the combines are in ``_numba_channels.py``).
+"""The Numba kernels' work items, parallel regions and the driver (the rows of lanes are in
+``_numba_rows.py``, the per-channel math and the combines in ``_numba_channels.py``).
 
 The same program as the Cython kernels (``_cython/_loops.pxi`` and
 ``_batch_norm_impl.pxi``), line for line where it matters for the bits: float32
@@ -9,8 +9,10 @@ serial twin compiled from the same source, used on one thread (no thread pool
 touched: small calls, and children forked after the parent ran parallel kernels).
 
 16-bit data arrives as bits (``_numba_fp.py``: ``_load`` widens, ``_store`` rounds to
-nearest even).  ``fastmath`` is contraction only (see FASTMATH), so NaN and Inf propagate and every rounding is the
-C code's.
+nearest even).  Only the row sweeps (``_numba_rows.py``) are compiled with ``fastmath``, and
+it is contraction only (``_numba_rows.FASTMATH``): NaN and Inf propagate and every rounding is
+the C code's.  The items and regions here have no fastmath at all, so the per-channel math
+inlined into them (``_channel_done``) rounds as the C code does.
 """
 
 from __future__ import annotations
@@ -22,84 +24,12 @@ from numba import njit, prange
 
 from ._numba_cache import cached_njit
 from ._numba_channels import _channel_done, _combine, center_tile, finish_pass, tile
-from ._numba_fp import _load, _store
-from ._plan import BLOCK_ROWS, Apply, Op, Reduce
-
-# Contraction (a*b + c -> FMA) only, which is what GCC does by default: no reassociation,
-# no reciprocals, no nnan/ninf.  The hot loops vectorize without reassociation (per-lane
-# accumulators), and every rounding is then the C kernels' rounding, whatever LLVM inlines.
-FASTMATH = {"contract"}
+from ._numba_rows import _apply, _clear, _flush, _reduce, _runs
+from ._plan import Apply, Op, Reduce
 
 # ---------------------------------------------------------------------------------------
-# Rows of W lanes: reduce into float32 lanes, flush to float64; apply with per-lane tiles
+# Items.  Channels-last: a range of folded rows.  Channels-first: (channel block, batch range).
 # ---------------------------------------------------------------------------------------
-
-
-@njit(inline="always", fastmath=FASTMATH)
-def _reduce_span(a, b, mode, start, stop, W, m, acc0, acc1, p0, p1, nrows):
-    pos = start
-    while pos < stop:
-        L = min(W, stop - pos)
-        ra = a[pos : pos + L]  # row slices: non-negative indices, no wraparound checks in the loop
-        rb = b[pos : pos + L]
-        if mode == Reduce.RED_GRAD:
-            for j in range(L):
-                dy = _load(rb, j)
-                acc0[j] += dy
-                acc1[j] += (_load(ra, j) - m[j]) * dy
-        elif mode == Reduce.RED_SUM:
-            for j in range(L):
-                acc0[j] += _load(ra, j)
-        else:
-            for j in range(L):
-                d = _load(ra, j) - m[j]
-                acc1[j] += d * d
-        pos += W
-        nrows += 1
-        if nrows == BLOCK_ROWS:
-            for j in range(W):
-                p0[j] += acc0[j]
-                p1[j] += acc1[j]
-                acc0[j] = 0
-                acc1[j] = 0
-            nrows = 0
-    return nrows
-
-
-@njit(inline="always", fastmath=FASTMATH)
-def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt):
-    pos = start
-    while pos < stop:
-        L = min(W, stop - pos)
-        ra = a[pos : pos + L]
-        rb = b[pos : pos + L]
-        ro = out[pos : pos + L]
-        if amode == Apply.APPLY_FULL:
-            for j in range(L):
-                _store(ro, j, At[j] * ((_load(rb, j) + Kt[j]) + Bt[j] * (_load(ra, j) - mt[j])))
-        elif amode == Apply.APPLY_B:
-            for j in range(L):
-                _store(ro, j, At[j] * _load(rb, j))
-        else:
-            for j in range(L):
-                _store(ro, j, Bt[j] * (_load(ra, j) - mt[j]) + Kt[j])
-        pos += W
-
-
-@njit(inline="always", fastmath=FASTMATH)
-def _apply_run(a, b, out, amode, start, L, A, B, K, m):
-    ra = a[start : start + L]
-    rb = b[start : start + L]
-    ro = out[start : start + L]
-    if amode == Apply.APPLY_FULL:
-        for j in range(L):
-            _store(ro, j, A * ((_load(rb, j) + K) + B * (_load(ra, j) - m)))
-    elif amode == Apply.APPLY_B:
-        for j in range(L):
-            _store(ro, j, A * _load(rb, j))
-    else:
-        for j in range(L):
-            _store(ro, j, B * (_load(ra, j) - m) + K)
 
 
 @njit(inline="always")
@@ -117,22 +47,13 @@ def _block_bounds(p, item):
     return c0, min(p.block, p.C - c0), p.outer * k // p.per_channel, p.outer * (k + 1) // p.per_channel
 
 
-@njit(inline="always", fastmath=FASTMATH)
+@njit(inline="always")
 def _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part):
     """Partials of one channels-last item into part[2][width] (lane j: channel j % C)."""
     e0, e1 = _row_bounds(p, item)
-    acc0[:] = 0
-    acc1[:] = 0
-    part[:] = 0
-    _reduce_span(a, b, mode, e0, e1, p.width, m_tile, acc0, acc1, part[0], part[1], 0)
+    _clear(acc0), _clear(acc1), _clear(part[0]), _clear(part[1])
+    _reduce(mode, a, b, e0, 0, 1, e1 - e0, p.width, m_tile, acc0, acc1, part[0], part[1], 0)
     _flush(acc0, acc1, part[0], part[1])
-
-
-@njit(inline="always", fastmath=FASTMATH)
-def _flush(acc0, acc1, p0, p1):
-    for j in range(acc0.shape[0]):
-        p0[j] += acc0[j]
-        p1[j] += acc1[j]
 
 
 @njit
@@ -147,7 +68,7 @@ def _fold_lanes(p0, p1, c, R, sums):
     sums[1, c] = t1
 
 
-@njit(inline="always", fastmath=FASTMATH)
+@njit(inline="always")
 def _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums):
     """Totals of one (channel block, batch range) item into sums[:, :nch] (lane j: channel c0 + j // run)."""
     c0, nch, n0, n1 = _block_bounds(p, item)
@@ -155,27 +76,20 @@ def _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums)
     for c in range(nch):
         for j in range(c * R, (c + 1) * R):
             m[j] = center[c0 + c]
-    acc0[:] = 0
-    acc1[:] = 0
-    p0[:] = 0
-    p1[:] = 0
-    nrows = 0
-    span = nch * p.inner
-    for n in range(n0, n1):
-        base = (n * p.C + c0) * p.inner
-        nrows = _reduce_span(a, b, mode, base, base + span, p.width, m, acc0, acc1, p0, p1, nrows)
+    _clear(acc0), _clear(acc1), _clear(p0), _clear(p1)
+    stride = p.C * p.inner
+    _reduce(mode, a, b, (n0 * p.C + c0) * p.inner, stride, n1 - n0, nch * p.inner, p.width, m, acc0, acc1, p0, p1, 0)
     _flush(acc0, acc1, p0, p1)
     for c in range(nch):
         _fold_lanes(p0, p1, c, R, sums)
 
 
-@njit(inline="always", fastmath=FASTMATH)
+@njit(inline="always")
 def _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles):
     c0, nch, n0, n1 = _block_bounds(p, item)
+    base, stride = (n0 * p.C + c0) * p.inner, p.C * p.inner
     if p.block == 1:  # large planes: one channel, scalar coefficients
-        for n in range(n0, n1):
-            base = (n * p.C + c0) * p.inner
-            _apply_run(a, b, out, amode, base, p.inner, A[c0], B[c0], K[c0], center[c0])
+        _runs(amode, a, b, out, base, stride, n1 - n0, p.inner, A[c0], B[c0], K[c0], center[c0])
         return
     R = p.run
     for c in range(nch):
@@ -184,10 +98,7 @@ def _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles):
             tiles[1, j] = B[c0 + c]
             tiles[2, j] = K[c0 + c]
             tiles[3, j] = center[c0 + c]
-    span = nch * p.inner
-    for n in range(n0, n1):
-        base = (n * p.C + c0) * p.inner
-        _apply_span(a, b, out, amode, base, base + span, p.width, tiles[0], tiles[1], tiles[2], tiles[3])
+    _apply(amode, a, b, out, base, stride, n1 - n0, nch * p.inner, p.width, tiles[0], tiles[1], tiles[2], tiles[3])
 
 
 # ---------------------------------------------------------------------------------------
@@ -201,7 +112,7 @@ def _region(fn):
     twin = FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__, fn.__closure__)
     twin.__qualname__ = fn.__qualname__ + "_serial"
     twin.__module__ = fn.__module__
-    return cached_njit(fastmath=FASTMATH)(twin), cached_njit(parallel=True, fastmath=FASTMATH)(fn)
+    return cached_njit()(twin), cached_njit(parallel=True)(fn)
 
 
 @njit(inline="always")
@@ -257,7 +168,7 @@ def apply_region(a, b, out, amode, p, nchunks, tiles, A, B, K, center):
         for item in range(i0, i1):
             if p.channels_last:
                 e0, e1 = _row_bounds(p, item)
-                _apply_span(a, b, out, amode, e0, e1, p.width, tiles[0], tiles[1], tiles[2], tiles[3])
+                _apply(amode, a, b, out, e0, 0, 1, e1 - e0, p.width, tiles[0], tiles[1], tiles[2], tiles[3])
             else:
                 _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, plane_tiles)
 
@@ -291,19 +202,27 @@ def _apply_mode(op):
 @_region
 def fused_region(a, b, out, p, nchunks, params):
     """Channels-first with one item per channel block: reduce, coefficients and apply back to back."""
-    op = params.op
     for t in prange(nchunks):
-        m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
-        sums = np.empty((2, p.block), np.float64)
-        tiles = np.empty((4, p.width), np.float32)
         i0, i1 = _chunk(t, p.nitems, nchunks)
-        for item in range(i0, i1):
-            c0, nch, _, _ = _block_bounds(p, item)
-            for q in range(_npasses(op)):
-                _reduce_plane_item(a, b, _reduce_mode(op, q), p, item, params.center, m, acc0, acc1, p0, p1, sums)
-                for c in range(nch):
-                    _channel_done(params, q, c0 + c, sums[0, c], sums[1, c])
-            _apply_plane_item(a, b, out, _apply_mode(op), p, item, params.A, params.B, params.K, params.center, tiles)
+        _fused_items(a, b, out, p, i0, i1, params)
+
+
+@njit
+def _fused_items(a, b, out, p, i0, i1, params):
+    """Items [i0, i1) of fused_region, in a function of their own (not the prange body, which
+    Numba transforms): its scratch is its own, and _channel_done is inlined here without
+    fastmath (a call per channel copied params' 14 arrays: a fifth of a small-plane forward)."""
+    op = params.op
+    m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
+    sums = np.empty((2, p.block), np.float64)
+    tiles = np.empty((4, p.width), np.float32)
+    for item in range(i0, i1):
+        c0, nch, _, _ = _block_bounds(p, item)
+        for q in range(_npasses(op)):
+            _reduce_plane_item(a, b, _reduce_mode(op, q), p, item, params.center, m, acc0, acc1, p0, p1, sums)
+            for c in range(nch):
+                _channel_done(params, q, c0 + c, sums[0, c], sums[1, c])
+        _apply_plane_item(a, b, out, _apply_mode(op), p, item, params.A, params.B, params.K, params.center, tiles)
 
 
 # ---------------------------------------------------------------------------------------

@@ -30,8 +30,6 @@ from . import outputs
 from ._numba_channels import Params
 from ._plan import Op, plan, threads_for
 
-MAX_CHUNKS = 64  # chunks of items per region (each allocates its scratch once)
-
 
 def _storage(x: np.ndarray) -> np.ndarray:
     """Flat storage: float32 as is, float16 bits as uint16, bfloat16 bits as int16."""
@@ -55,10 +53,21 @@ def _inputs(x, dy):
     return a, (_frozen(_storage(dy)) if dy is not None else a)
 
 
-def _launch(twins, nelems: int, *args):
-    """Run a region (or the driver): its serial twin on one thread (no thread pool touched),
-    else the parallel one with Numba's thread count set for the call and restored after."""
-    n = min(threads_for(nelems), numba.config.NUMBA_NUM_THREADS)
+def _threads(nelems: int) -> int:
+    """The threads of a call over nelems elements (1: the serial twins)."""
+    return min(threads_for(nelems), numba.config.NUMBA_NUM_THREADS)
+
+
+def _chunks(nitems: int, threads: int) -> int:
+    """Chunks of items per region: one per thread.  Numba splits a prange evenly over the threads,
+    so more chunks balance nothing, and each chunk allocates its scratch (64 chunks cost a tenth
+    of a small call).  Each item's result is its own, so the chunking never changes the bits."""
+    return min(nitems, threads)
+
+
+def _launch(twins, n: int, *args):
+    """Run a region (or the driver) on n threads: its serial twin on one (no thread pool
+    touched), else the parallel one with Numba's thread count set for the call and restored after."""
     if n == 1:
         return twins[0](*args)
     note_parallel()
@@ -97,7 +106,8 @@ def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
     out_arr = outputs.empty_like(x)
     p = plan(outer, C, inner, x.dtype.itemsize)
     params = _params(op, float(outer) * float(inner), epsilon, scale, offset, variance, mean)
-    _launch(loops.drive, x.size, a, b, _storage(out_arr), p, min(p.nitems, MAX_CHUNKS), params)
+    n = _threads(x.size)
+    _launch(loops.drive, n, a, b, _storage(out_arr), p, _chunks(p.nitems, n), params)
     return out_arr, params.scale_backprop, params.offset_backprop
 
 
@@ -127,14 +137,15 @@ def reduce_totals(mode, x, dy, center, rows_per_sample):
     p = plan(rows_per_sample or outer, C, inner, x.dtype.itemsize)
     part, m_tile = _partials(p, center)
     if not rows_per_sample:
-        _launch(loops.reduce_region, x.size, a, b, int(mode), p, min(p.nitems, MAX_CHUNKS), m_tile, center, part)
+        n = _threads(x.size)
+        _launch(loops.reduce_region, n, a, b, int(mode), p, _chunks(p.nitems, n), m_tile, center, part)
         s = np.empty((2, C))
         channels._combine(p, part, s)
         return s
     nsamples = outer // rows_per_sample
     out = np.empty((nsamples, 2, C))
-    nchunks = min(nsamples, MAX_CHUNKS)
-    _launch(loops.samples_region, x.size, a, b, int(mode), p, nsamples, nchunks, m_tile, center, out)
+    n = _threads(x.size)
+    _launch(loops.samples_region, n, a, b, int(mode), p, nsamples, _chunks(nsamples, n), m_tile, center, out)
     return out
 
 
@@ -155,8 +166,9 @@ def apply(amode, x, dy, A, B, K, center):
     out_arr = outputs.empty_like(x)
     p = plan(outer, C, inner, x.dtype.itemsize)
     tiles = channels.tile(p, A, B, K, center) if p.channels_last else np.empty((4, 1), np.float32)
-    args = (a, b, _storage(out_arr), int(amode), p, min(p.nitems, MAX_CHUNKS), tiles, A, B, K, center)
-    _launch(loops.apply_region, x.size, *args)
+    n = _threads(x.size)
+    args = (a, b, _storage(out_arr), int(amode), p, _chunks(p.nitems, n), tiles, A, B, K, center)
+    _launch(loops.apply_region, n, *args)
     return out_arr
 
 

@@ -1,0 +1,181 @@
+"""The Numba kernels' rows: the innermost loops over rows of W lanes, and the sweeps of an
+item's rows compiled once per mode (the twin of the row functions of ``_cython/_loops.pxi``).
+
+A reduction sums rows into float32 lanes flushed into float64 partials every BLOCK_ROWS
+rows; an apply pass writes ``out`` from per-lane tiles (or a large plane's scalar
+coefficients).  ``_numba_loops.py`` builds the work items and regions on them.
+"""
+
+from __future__ import annotations
+
+from types import FunctionType
+
+from numba import njit
+
+from ._numba_fp import _load, _store
+from ._plan import BLOCK_ROWS, Apply, Reduce
+
+MODE = -1  # the mode a sweep is compiled for: each compiled twin binds its own (see _per_mode)
+
+# Contraction (a*b + c -> FMA) only, which is what GCC does by default: no reassociation,
+# no reciprocals, no nnan/ninf.  The hot loops vectorize without reassociation (per-lane
+# accumulators), and every rounding is then the C kernels' rounding, whatever LLVM inlines.
+FASTMATH = {"contract"}
+
+# ---------------------------------------------------------------------------------------
+# Rows of W lanes: reduce into float32 lanes, flush to float64; apply with per-lane tiles
+# ---------------------------------------------------------------------------------------
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _reduce_span(a, b, mode, start, stop, W, m, acc0, acc1, p0, p1, nrows):
+    pos = start
+    while pos < stop:
+        L = min(W, stop - pos)
+        ra = a[pos : pos + L]  # row slices: non-negative indices, no wraparound checks in the loop
+        rb = b[pos : pos + L]
+        if mode == Reduce.RED_GRAD:
+            for j in range(L):
+                dy = _load(rb, j)
+                acc0[j] += dy
+                acc1[j] += (_load(ra, j) - m[j]) * dy
+        elif mode == Reduce.RED_SUM:
+            for j in range(L):
+                acc0[j] += _load(ra, j)
+        else:
+            for j in range(L):
+                d = _load(ra, j) - m[j]
+                acc1[j] += d * d
+        pos += W
+        nrows += 1
+        if nrows == BLOCK_ROWS:
+            for j in range(W):
+                p0[j] += acc0[j]
+                p1[j] += acc1[j]
+                acc0[j] = 0
+                acc1[j] = 0
+            nrows = 0
+    return nrows
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt):
+    pos = start
+    while pos < stop:
+        L = min(W, stop - pos)
+        ra = a[pos : pos + L]
+        rb = b[pos : pos + L]
+        ro = out[pos : pos + L]
+        if amode == Apply.APPLY_FULL:
+            for j in range(L):
+                _store(ro, j, At[j] * ((_load(rb, j) + Kt[j]) + Bt[j] * (_load(ra, j) - mt[j])))
+        elif amode == Apply.APPLY_B:
+            for j in range(L):
+                _store(ro, j, At[j] * _load(rb, j))
+        else:
+            for j in range(L):
+                _store(ro, j, Bt[j] * (_load(ra, j) - mt[j]) + Kt[j])
+        pos += W
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _apply_run(a, b, out, amode, start, L, A, B, K, m):
+    ra = a[start : start + L]
+    rb = b[start : start + L]
+    ro = out[start : start + L]
+    if amode == Apply.APPLY_FULL:
+        for j in range(L):
+            _store(ro, j, A * ((_load(rb, j) + K) + B * (_load(ra, j) - m)))
+    elif amode == Apply.APPLY_B:
+        for j in range(L):
+            _store(ro, j, A * _load(rb, j))
+    else:
+        for j in range(L):
+            _store(ro, j, B * (_load(ra, j) - m) + K)
+
+
+# The sweeps: an item's rows, `count` spans of `span` elements `stride` apart from `base`.  Each
+# is compiled once per mode (MODE, a constant to Numba: see _per_mode) and not inlined, so that
+# its loops are alone in their LLVM function: with the mode tested at run time, or with the
+# item's set-up loops around them, LLVM vectorized them worse (small channels-first planes ran
+# at half the Cython speed).
+
+
+def _reduce_sweep(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows):
+    for k in range(count):
+        start = base + k * stride
+        nrows = _reduce_span(a, b, MODE, start, start + span, W, m, acc0, acc1, p0, p1, nrows)
+    return nrows
+
+
+def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt):
+    for k in range(count):
+        start = base + k * stride
+        _apply_span(a, b, out, MODE, start, start + span, W, At, Bt, Kt, mt)
+
+
+def _apply_runs(a, b, out, base, stride, count, L, A, B, K, m):
+    for k in range(count):
+        _apply_run(a, b, out, MODE, base + k * stride, L, A, B, K, m)
+
+
+def _per_mode(fn, modes):
+    """fn compiled once per mode, with the global MODE bound to it (a compile-time constant)."""
+    twins = []
+    for mode in modes:
+        name = f"{fn.__name__}_{mode.name.lower()}"
+        twin = FunctionType(fn.__code__, dict(fn.__globals__, MODE=mode.value), name, fn.__defaults__)
+        twin.__qualname__ = name
+        twins.append(njit(fastmath=FASTMATH)(twin))
+    return tuple(twins)
+
+
+_reduce_grad, _reduce_sum, _reduce_sq = _per_mode(_reduce_sweep, (Reduce.RED_GRAD, Reduce.RED_SUM, Reduce.RED_SQ))
+_apply_full, _apply_b, _apply_a = _per_mode(_apply_sweep, (Apply.APPLY_FULL, Apply.APPLY_B, Apply.APPLY_A))
+_runs_full, _runs_b, _runs_a = _per_mode(_apply_runs, (Apply.APPLY_FULL, Apply.APPLY_B, Apply.APPLY_A))
+
+
+@njit(inline="always")
+def _reduce(mode, a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows):
+    """The sweep of a reduction pass (mode: a Reduce value)."""
+    if mode == Reduce.RED_GRAD:
+        return _reduce_grad(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows)
+    if mode == Reduce.RED_SUM:
+        return _reduce_sum(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows)
+    return _reduce_sq(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows)
+
+
+@njit(inline="always")
+def _apply(amode, a, b, out, base, stride, count, span, W, At, Bt, Kt, mt):
+    """The rows of an apply pass with per-lane tiles (amode: an Apply value)."""
+    if amode == Apply.APPLY_FULL:
+        _apply_full(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt)
+    elif amode == Apply.APPLY_B:
+        _apply_b(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt)
+    else:
+        _apply_a(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt)
+
+
+@njit(inline="always")
+def _runs(amode, a, b, out, base, stride, count, L, A, B, K, m):
+    """The runs of one large channels-first plane with scalar coefficients (amode: an Apply value)."""
+    if amode == Apply.APPLY_FULL:
+        _runs_full(a, b, out, base, stride, count, L, A, B, K, m)
+    elif amode == Apply.APPLY_B:
+        _runs_b(a, b, out, base, stride, count, L, A, B, K, m)
+    else:
+        _runs_a(a, b, out, base, stride, count, L, A, B, K, m)
+
+
+@njit(inline="always")
+def _clear(x):
+    """x[:] = 0 for a 1-D x, as a plain loop (cheaper than Numba's slice assignment)."""
+    for j in range(x.shape[0]):
+        x[j] = 0
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _flush(acc0, acc1, p0, p1):
+    for j in range(acc0.shape[0]):
+        p0[j] += acc0[j]
+        p1[j] += acc1[j]
