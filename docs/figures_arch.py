@@ -108,20 +108,44 @@ def architecture_figure(root: Path):
         up = rank(dst) > rank(src)
         upward += up
         ax.add_patch(
-            FancyArrowPatch(pos[src], pos[dst], arrowstyle="-|>", mutation_scale=10, lw=2.0 if up else 0.7,
-                            color="#C44E52" if up else "#9AA5B1", alpha=0.9, shrinkA=16, shrinkB=16,
-                            connectionstyle="arc3,rad=0.08")
+            FancyArrowPatch(
+                pos[src],
+                pos[dst],
+                arrowstyle="-|>",
+                mutation_scale=10,
+                lw=2.0 if up else 0.7,
+                color="#C44E52" if up else "#9AA5B1",
+                alpha=0.9,
+                shrinkA=16,
+                shrinkB=16,
+                connectionstyle="arc3,rad=0.08",
+            )
         )
     for g, (x, y) in pos.items():
         label = g.removeprefix("fbnops.").replace("bindings_mirror.", "mirror: ")
         half = min(0.9, 0.44 * 12 / len(rows[row_of(g)]))
-        ax.add_patch(FancyBboxPatch((x - half, y - 0.22), 2 * half, 0.44, boxstyle="round,pad=0.03",
-                                    facecolor="#EEF2F8", edgecolor="#4C72B0"))
+        ax.add_patch(
+            FancyBboxPatch(
+                (x - half, y - 0.22),
+                2 * half,
+                0.44,
+                boxstyle="round,pad=0.03",
+                facecolor="#EEF2F8",
+                edgecolor="#4C72B0",
+            )
+        )
         ax.text(x, y, label, ha="center", va="center", fontsize=8, family="monospace")
     for r, (name, _) in enumerate(LAYERS):
         ax.text(-0.85, r * 1.6, name, fontsize=10, weight="bold", color="#555", va="center")
-    ax.text(-0.85, row_of("bindings_mirror.java"), "mirrors\n(surfaces)", fontsize=10, weight="bold", color="#555",
-            va="center")
+    ax.text(
+        -0.85,
+        row_of("bindings_mirror.java"),
+        "mirrors\n(surfaces)",
+        fontsize=10,
+        weight="bold",
+        color="#555",
+        va="center",
+    )
     ax.set_title(
         f"Who imports whom (arrows point to the imported package); upward imports: {upward}",
         fontsize=11,

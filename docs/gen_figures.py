@@ -76,10 +76,22 @@ def layouts_figure() -> None:
             fontsize=10,
         )
     handles = [Rectangle((0, 0), 1, 1, facecolor=col) for col in CHANNEL_COLOURS[:c]]
-    fig.legend(handles, [f"channel {i}" for i in range(c)], loc="lower center", ncol=c, frameon=False,
-               bbox_to_anchor=(0.5, 0.03))
-    fig.text(0.5, 0.0, "memory order, left to right; pale: the second sample; dark bars: one row of the view each",
-             ha="center", fontsize=9, color="#555")
+    fig.legend(
+        handles,
+        [f"channel {i}" for i in range(c)],
+        loc="lower center",
+        ncol=c,
+        frameon=False,
+        bbox_to_anchor=(0.5, 0.03),
+    )
+    fig.text(
+        0.5,
+        0.0,
+        "memory order, left to right; pale: the second sample; dark bars: one row of the view each",
+        ha="center",
+        fontsize=9,
+        color="#555",
+    )
     fig.subplots_adjust(hspace=0.75, bottom=0.12)
     save(fig, "layouts")
 
@@ -89,15 +101,17 @@ def layouts_figure() -> None:
 
 def box(ax, x, y, text, width=2.1, colour="#EEF2F8", edge="#4C72B0", fontsize=9, height=0.42):
     ax.add_patch(
-        FancyBboxPatch((x - width / 2, y - height / 2), width, height, boxstyle="round,pad=0.04", facecolor=colour,
-                       edgecolor=edge)
+        FancyBboxPatch(
+            (x - width / 2, y - height / 2), width, height, boxstyle="round,pad=0.04", facecolor=colour, edgecolor=edge
+        )
     )
     ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, family="monospace")
 
 
 def arrow(ax, start, end, colour="#555", style="-|>"):
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=12, color=colour, lw=1.1,
-                                 shrinkA=4, shrinkB=4))
+    ax.add_patch(
+        FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=12, color=colour, lw=1.1, shrinkA=4, shrinkB=4)
+    )
 
 
 def dataflow_figure() -> None:
@@ -132,13 +146,30 @@ def dataflow_figure() -> None:
         arrow(ax, (x, 2.32), (3.65 if x < 5 else 7.15, 1.8))
     for i, o in enumerate(grad.outputs):
         x = 1.2 + i * 2.15
-        label = {"x_backprop": "x_backprop\n(dL/dx)", "scale_backprop": "scale_backprop\n(dL/dscale)",
-                 "offset_backprop": "offset_backprop\n(dL/doffset)"}.get(o.name, f"{o.name}\n(placeholder)")
-        box(ax, x, 0.2, label, width=2.0, height=0.6, colour="#F4F4F4" if "reserve" in o.name else "#E8F3E8",
-            edge="#999" if "reserve" in o.name else "#55A868")
+        label = {
+            "x_backprop": "x_backprop\n(dL/dx)",
+            "scale_backprop": "scale_backprop\n(dL/dscale)",
+            "offset_backprop": "offset_backprop\n(dL/doffset)",
+        }.get(o.name, f"{o.name}\n(placeholder)")
+        box(
+            ax,
+            x,
+            0.2,
+            label,
+            width=2.0,
+            height=0.6,
+            colour="#F4F4F4" if "reserve" in o.name else "#E8F3E8",
+            edge="#999" if "reserve" in o.name else "#55A868",
+        )
         arrow(ax, (5.4 + (x - 5.4) * 0.35, 1.25), (x, 0.52))
-    ax.text(0.1, 4.3, "The forward op hands its batch\nstatistics to the gradient op\nthrough the reserve spaces.",
-            fontsize=9, color="#555", va="center")
+    ax.text(
+        0.1,
+        4.3,
+        "The forward op hands its batch\nstatistics to the gradient op\nthrough the reserve spaces.",
+        fontsize=9,
+        color="#555",
+        va="center",
+    )
     save(fig, "dataflow")
 
 
@@ -162,8 +193,24 @@ NODES = {  # name: (x, y, formula)
         r" - (x_i-\mu)\,r^2\,\frac{1}{n}\sum g(x-\mu)\right)$",
     ),
 }
-EDGES = [("x", "mu"), ("x", "xc"), ("mu", "xc"), ("xc", "var"), ("var", "r"), ("g", "sg"), ("g", "sgx"), ("xc", "sgx"),
-         ("sg", "db"), ("sgx", "dg"), ("r", "dg"), ("r", "dx"), ("xc", "dx"), ("sg", "dx"), ("sgx", "dx"), ("g", "dx")]
+EDGES = [
+    ("x", "mu"),
+    ("x", "xc"),
+    ("mu", "xc"),
+    ("xc", "var"),
+    ("var", "r"),
+    ("g", "sg"),
+    ("g", "sgx"),
+    ("xc", "sgx"),
+    ("sg", "db"),
+    ("sgx", "dg"),
+    ("r", "dg"),
+    ("r", "dx"),
+    ("xc", "dx"),
+    ("sg", "dx"),
+    ("sgx", "dx"),
+    ("g", "dx"),
+]
 OUTPUTS = {"db", "dg", "dx"}
 REDUCTIONS = {"mu", "var", "sg", "sgx"}
 
@@ -178,10 +225,24 @@ def gradient_graph_figure() -> None:
         arrow(ax, (x0, y0 - 0.22), (x1, y1 + 0.22), colour="#888")
     for name, (x, y, tex) in NODES.items():
         colour = "#E8F3E8" if name in OUTPUTS else "#FFF7D6" if name in REDUCTIONS else "#EEF2F8"
-        ax.text(x, y, tex, ha="center", va="center", fontsize=11,
-                bbox=dict(boxstyle="round,pad=0.35", facecolor=colour, edgecolor="#777"))
-    ax.text(10.9, -0.5, "yellow: a per-channel sum (one pass over the batch)\ngreen: the op's outputs",
-            ha="right", va="bottom", fontsize=9, color="#555")
+        ax.text(
+            x,
+            y,
+            tex,
+            ha="center",
+            va="center",
+            fontsize=11,
+            bbox=dict(boxstyle="round,pad=0.35", facecolor=colour, edgecolor="#777"),
+        )
+    ax.text(
+        10.9,
+        -0.5,
+        "yellow: a per-channel sum (one pass over the batch)\ngreen: the op's outputs",
+        ha="right",
+        va="bottom",
+        fontsize=9,
+        color="#555",
+    )
     save(fig, "gradient_graph")
 
 
@@ -217,8 +278,12 @@ def modes_figure() -> None:
         ax.text(0.02, 0.04, f"sum of x_backprop = {dx.sum():+.3f}", transform=ax.transAxes, fontsize=9, color="#333")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False, bbox_to_anchor=(0.5, -0.08))
-    fig.suptitle(r"Training removes the gradient's mean and its slope along $\hat x$; frozen statistics keep both",
-                 fontsize=10, color="#333", y=1.03)
+    fig.suptitle(
+        r"Training removes the gradient's mean and its slope along $\hat x$; frozen statistics keep both",
+        fontsize=10,
+        color="#333",
+        y=1.03,
+    )
     save(fig, "modes")
 
 

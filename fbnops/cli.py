@@ -280,14 +280,18 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="build and run FusedBatchNormV3 + its gradient, with a finite-difference check")
     d.add_argument("--backend", choices=BACKENDS, help="kernel backend (default: the fastest available)")
     d.add_argument(
-        "--ranks", type=_at_most(MAX_RANKS, "ranks"), metavar="N",
+        "--ranks",
+        type=_at_most(MAX_RANKS, "ranks"),
+        metavar="N",
         help="the synchronized batch norm over N MPI ranks instead",
     )
     d.set_defaults(fn=cmd_demo)
 
     r = sub.add_parser("run", help="run scripted builder calls (JSON/YAML) or a GraphDef .pbtxt; save an .npz")
-    r.add_argument("file", help="run file (.json, .yaml; format: the site's Run-file reference, see 'fbnops docs') "
-                   "or GraphDef (.pbtxt)")
+    r.add_argument(
+        "file",
+        help="run file (.json, .yaml; format: the site's Run-file reference, see 'fbnops docs') or GraphDef (.pbtxt)",
+    )
     r.add_argument("-o", "--output", help="output .npz (default: FILE.out.npz); bfloat16 is stored as float32")
     r.add_argument("--backend", choices=BACKENDS, help="kernel backend for every op")
     r.add_argument("--feed", action="append", metavar="NAME=FILE.npy", help="(.pbtxt) feed a placeholder")

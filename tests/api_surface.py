@@ -98,5 +98,8 @@ def dump(skip: frozenset[str] = frozenset()) -> str:
 
 def without(text: str, skip: frozenset[str]) -> str:
     """``text`` (a dump) without the lines of the names in ``skip`` and their members."""
-    return "".join(line for line in text.splitlines(True) if line.split(":", 1)[0].split("(")[0] not in skip
-                   and not any(line.startswith(name + ".") for name in skip))
+    return "".join(
+        line
+        for line in text.splitlines(True)
+        if line.split(":", 1)[0].split("(")[0] not in skip and not any(line.startswith(name + ".") for name in skip)
+    )

@@ -129,6 +129,7 @@ def test_each_template_is_the_solutions_interface():
     import ast
 
     for name, ex in exercise.EXERCISES.items():
+
         def public(text):
             return {n.name for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name[0] != "_"}
 

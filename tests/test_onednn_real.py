@@ -49,7 +49,8 @@ def _install(version: str) -> oracle.Install:
     found = oracle.installs()
     if version not in found:
         pytest.skip(
-            extras.reason("onednn") if version == "3.2"  # the extra's wheels; 3.13 is not on PyPI's extra
+            extras.reason("onednn")
+            if version == "3.2"  # the extra's wheels; 3.13 is not on PyPI's extra
             else f"real oneDNN {version} not found: FBNOPS_ONEDNN_PREFIX=<prefix with the onednn 2026.1.0 wheels>"
         )
     return found[version]

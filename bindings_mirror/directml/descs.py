@@ -183,8 +183,6 @@ def make_tensor_desc(data_type: int, sizes, strides=None) -> DML_TENSOR_DESC:
         strides = None if strides is None else [int(s) for s in strides]
     if strides is not None and len(strides) != len(sizes):
         raise invalid(f"make_tensor_desc: {len(strides)} strides for {len(sizes)} sizes (one stride per dimension)")
-    buffer = DML_BUFFER_TENSOR_DESC(
-        data_type, DML_TENSOR_FLAG_NONE, len(sizes), sizes, strides
-    )
+    buffer = DML_BUFFER_TENSOR_DESC(data_type, DML_TENSOR_FLAG_NONE, len(sizes), sizes, strides)
     buffer.TotalTensorSizeInBytes = DMLCalcBufferTensorSize(data_type, len(sizes), sizes, buffer.Strides)
     return DML_TENSOR_DESC(DML_TENSOR_TYPE_BUFFER, buffer)

@@ -60,6 +60,7 @@ def plain_titles(items) -> None:
 
 def on_page_content(content: str, page, config, files) -> str:
     plain_titles(page.toc)
+
     def render(m: re.Match) -> str:
         tex = html.unescape(m.group("tex"))
         display = m.group("open") == "["

@@ -29,11 +29,11 @@ from .session import run_op
 __all__ = ["Scope", "EagerContext", "NameMap"]
 
 
-
 def _check_name_type(name: object, method: str) -> None:
     """Names are text; the name rules themselves are checked when the op is added to the graph."""
     if not isinstance(name, str):
         raise InvalidArgumentError(f"{method}: a name must be a string, got {type(name).__name__} {name!r:.40}")
+
 
 class NameMap:
     """Names used within one scope level (shared by its ``with_*`` copies)."""

@@ -94,8 +94,18 @@ def build(out: Path | None = None, root: Path | None = None) -> Path:
     scratch = Path(tempfile.mkdtemp(prefix=".site-", dir=out.parent))
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(root / "mkdocs.yml"),
-             "-d", str(scratch)],
+            [
+                sys.executable,
+                "-m",
+                "mkdocs",
+                "build",
+                "--strict",
+                "--quiet",
+                "-f",
+                str(root / "mkdocs.yml"),
+                "-d",
+                str(scratch),
+            ],
             cwd=root,
             env={**os.environ, **QUIET_ENV},
             capture_output=True,

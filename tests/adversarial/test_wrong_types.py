@@ -282,15 +282,26 @@ def _graph_entries() -> list[Entry]:
         return s.add_op("FusedBatchNormV3", [x, c, c, c, c], {attr: v})
 
     out = [
-        Entry("graph", "Scope.constant(value)", lambda v: _graph(lambda: scope().constant(v)),
-              frozenset({"nested list", "nan", "np.True_"})),
+        Entry(
+            "graph",
+            "Scope.constant(value)",
+            lambda v: _graph(lambda: scope().constant(v)),
+            frozenset({"nested list", "nan", "np.True_"}),
+        ),
         Entry("graph", "Scope.placeholder(dtype)", lambda v: _graph(lambda: scope().placeholder(v))),
-        Entry("graph", "Scope.placeholder(shape)", lambda v: _graph(lambda: scope().placeholder(np.float32, v)),
-              frozenset({"None"})),  # None: any shape
+        Entry(
+            "graph",
+            "Scope.placeholder(shape)",
+            lambda v: _graph(lambda: scope().placeholder(np.float32, v)),
+            frozenset({"None"}),
+        ),  # None: any shape
         Entry("graph", "Scope.with_op_name", lambda v: _graph(lambda: scope().with_op_name(v).constant(V))),
         Entry("graph", "Scope.sub_scope", lambda v: _graph(lambda: scope().sub_scope(v).constant(V))),
-        Entry("graph", "Graph.add_operation(name)", lambda v: _graph(lambda: fbnops.Graph().add_operation(
-            v, "Const", [], {"value": V}))),  # fmt: skip
+        Entry(
+            "graph",
+            "Graph.add_operation(name)",
+            lambda v: _graph(lambda: fbnops.Graph().add_operation(v, "Const", [], {"value": V})),
+        ),  # fmt: skip
     ]
     for a in next(s for s in all_specs() if s.name == "FusedBatchNormV3").attrs:
         out.append(Entry("graph", f"Scope.add_op(FusedBatchNormV3, {a.name}=)",

@@ -189,87 +189,177 @@ _FEED_X = "{{x, Pattern(DT_FLOAT, {2, 2, 2, 3})}}"
 X = 'auto x = ops::Placeholder(scope.WithOpName("x"), DT_FLOAT, ops::Placeholder::Shape({2, 2, 2, 3}));'
 BN = f'auto bn = ops::FusedBatchNormV3(scope.WithOpName("bn"), x, {S3}, {O3}, {{}}, {{}}'
 CASES = [
-    Case("train_v3_nhwc", "V3 forward + grad op, training, NHWC float", f"""{X}
+    Case(
+        "train_v3_nhwc",
+        "V3 forward + grad op, training, NHWC float",
+        f"""{X}
   {BN}, ops::FusedBatchNormV3::Epsilon(0.001f));
   auto dy = ops::Placeholder(scope.WithOpName("dy"), DT_FLOAT, ops::Placeholder::Shape({{2, 2, 2, 3}}));
   auto grad = ops::FusedBatchNormGradV3(scope.WithOpName("grad"), dy, x, {S3}, bn.reserve_space_1,
       bn.reserve_space_2, bn.reserve_space_3, ops::FusedBatchNormGradV3::Epsilon(0.001f));
   Finish(r, scope, {{{{x, Pattern(DT_FLOAT, {{2, 2, 2, 3}})}}, {{dy, Pattern(DT_FLOAT, {{2, 2, 2, 3}}, 4)}}}},
          {{bn.y, bn.batch_mean, bn.batch_variance, grad.x_backprop, grad.scale_backprop, grad.offset_backprop}});""",
-         _train_v3),
-    Case("frozen_grad_v3_nchw", "V3 grad op, frozen, NCHW, statistics as initializer lists", f"""
+        _train_v3,
+    ),
+    Case(
+        "frozen_grad_v3_nchw",
+        "V3 grad op, frozen, NCHW, statistics as initializer lists",
+        f"""
   auto x = ops::Placeholder(scope.WithOpName("x"), DT_FLOAT, ops::Placeholder::Shape({{2, 3, 2, 2}}));
   auto dy = ops::Placeholder(scope.WithOpName("dy"), DT_FLOAT, ops::Placeholder::Shape({{2, 3, 2, 2}}));
   auto grad = ops::FusedBatchNormGradV3(scope.WithOpName("grad"), dy, x, {S3},
       {{5.f, 4.f, 3.f}}, {{2.f, 3.f, 4.f}}, {{}},
       ops::FusedBatchNormGradV3::DataFormat("NCHW").IsTraining(false));
   Finish(r, scope, {{{{x, Pattern(DT_FLOAT, {{2, 3, 2, 2}})}}, {{dy, Pattern(DT_FLOAT, {{2, 3, 2, 2}}, 2)}}}},
-         {{grad.x_backprop, grad.scale_backprop, grad.offset_backprop}});""", _frozen_grad_nchw),
-    Case("v2_half_nhwc", "V2 forward, training, half", f"""
+         {{grad.x_backprop, grad.scale_backprop, grad.offset_backprop}});""",
+        _frozen_grad_nchw,
+    ),
+    Case(
+        "v2_half_nhwc",
+        "V2 forward, training, half",
+        f"""
   auto x = ops::Placeholder(scope.WithOpName("x"), DT_HALF, ops::Placeholder::Shape({{2, 2, 2, 3}}));
   auto bn = ops::FusedBatchNormV2(scope.WithOpName("bn"), x, {S3}, {O3}, {{}}, {{}});
   Finish(r, scope, {{{{x, Pattern(DT_HALF, {{2, 2, 2, 3}})}}}}, {{bn.y, bn.batch_mean, bn.batch_variance}});""",
-         _v2_half),
-    Case("v1_nchw", "V1 forward, training, NCHW", f"""
+        _v2_half,
+    ),
+    Case(
+        "v1_nchw",
+        "V1 forward, training, NCHW",
+        f"""
   auto x = ops::Placeholder(scope.WithOpName("x"), DT_FLOAT, ops::Placeholder::Shape({{2, 3, 2, 2}}));
   auto bn = ops::FusedBatchNorm(scope.WithOpName("bn"), x, {S3}, {O3}, {{}}, {{}},
       ops::FusedBatchNorm::DataFormat("NCHW"));
   Finish(r, scope, {{{{x, Pattern(DT_FLOAT, {{2, 3, 2, 2}})}}}}, {{bn.y, bn.batch_mean, bn.batch_variance}});""",
-         _v1_nchw),
-    Case("v3_ndhwc_bfloat16", "V3 forward, training, 5-D NDHWC, bfloat16", f"""
+        _v1_nchw,
+    ),
+    Case(
+        "v3_ndhwc_bfloat16",
+        "V3 forward, training, 5-D NDHWC, bfloat16",
+        f"""
   auto x = ops::Placeholder(scope.WithOpName("x"), DT_BFLOAT16, ops::Placeholder::Shape({{2, 2, 2, 2, 3}}));
   {BN}, ops::FusedBatchNormV3::DataFormat("NDHWC"));
   Finish(r, scope, {{{{x, Pattern(DT_BFLOAT16, {{2, 2, 2, 2, 3}})}}}}, {{bn.y, bn.batch_mean, bn.reserve_space_2}});""",
-         _v3_ndhwc_bf16),
-    Case("frozen_forward_fetches_batch_mean", "V3 forward, frozen, fetching batch_mean", f"""{X}
+        _v3_ndhwc_bf16,
+    ),
+    Case(
+        "frozen_forward_fetches_batch_mean",
+        "V3 forward, frozen, fetching batch_mean",
+        f"""{X}
   auto bn = ops::FusedBatchNormV3(scope.WithOpName("bn"), x, {S3}, {O3}, {{5.f, 4.f, 3.f}}, {{2.f, 3.f, 4.f}},
       ops::FusedBatchNormV3::IsTraining(false));
-  Finish(r, scope, {_FEED_X}, {{bn.y, bn.batch_mean}});""", _frozen_fetch_mean),
-    Case("scale_shape_mismatch", "grad op: scale of 1 element for 3 channels", f"""{X}
+  Finish(r, scope, {_FEED_X}, {{bn.y, bn.batch_mean}});""",
+        _frozen_fetch_mean,
+    ),
+    Case(
+        "scale_shape_mismatch",
+        "grad op: scale of 1 element for 3 channels",
+        f"""{X}
   auto grad = ops::FusedBatchNormGradV3(scope.WithOpName("grad"), x, x, {{1.f}}, {S3}, {S3}, {S3});
-  Finish(r, scope, {_FEED_X}, {{grad.x_backprop}});""", _scale_mismatch),
-    Case("dtype_mismatch", "grad op: half x, float y_backprop", f"""
+  Finish(r, scope, {_FEED_X}, {{grad.x_backprop}});""",
+        _scale_mismatch,
+    ),
+    Case(
+        "dtype_mismatch",
+        "grad op: half x, float y_backprop",
+        f"""
   auto x = ops::Placeholder(scope.WithOpName("x"), DT_HALF, ops::Placeholder::Shape({{2, 2, 2, 3}}));
   auto dy = ops::Placeholder(scope.WithOpName("dy"), DT_FLOAT, ops::Placeholder::Shape({{2, 2, 2, 3}}));
   auto grad = ops::FusedBatchNormGradV3(scope.WithOpName("grad"), dy, x, {S3}, {S3}, {S3}, {S3});
   Finish(r, scope, {{{{x, Pattern(DT_HALF, {{2, 2, 2, 3}})}}, {{dy, Pattern(DT_FLOAT, {{2, 2, 2, 3}})}}}},
          {{grad.x_backprop}});""",
-         _dtype_mismatch),
-    Case("missing_feed", "Run without feeding the placeholder", f"""{X}
+        _dtype_mismatch,
+    ),
+    Case(
+        "missing_feed",
+        "Run without feeding the placeholder",
+        f"""{X}
   {BN});
-  Finish(r, scope, {{}}, {{bn.y}});""", _missing_feed),
-    Case("feed_of_wrong_dtype", "a half tensor fed to a float placeholder", f"""{X}
+  Finish(r, scope, {{}}, {{bn.y}});""",
+        _missing_feed,
+    ),
+    Case(
+        "feed_of_wrong_dtype",
+        "a half tensor fed to a float placeholder",
+        f"""{X}
   {BN});
-  Finish(r, scope, {{{{x, Pattern(DT_HALF, {{2, 2, 2, 3}})}}}}, {{bn.y}});""", _feed_wrong_dtype),
-    Case("feed_of_wrong_shape", "2 channels fed where the placeholder has 3", f"""{X}
+  Finish(r, scope, {{{{x, Pattern(DT_HALF, {{2, 2, 2, 3}})}}}}, {{bn.y}});""",
+        _feed_wrong_dtype,
+    ),
+    Case(
+        "feed_of_wrong_shape",
+        "2 channels fed where the placeholder has 3",
+        f"""{X}
   {BN});
-  Finish(r, scope, {{{{x, Pattern(DT_FLOAT, {{2, 2, 2, 2}})}}}}, {{bn.y}});""", _feed_wrong_shape),
-    Case("bad_data_format", 'DataFormat("XYZW")', f"""{X}
+  Finish(r, scope, {{{{x, Pattern(DT_FLOAT, {{2, 2, 2, 2}})}}}}, {{bn.y}});""",
+        _feed_wrong_shape,
+    ),
+    Case(
+        "bad_data_format",
+        'DataFormat("XYZW")',
+        f"""{X}
   {BN}, ops::FusedBatchNormV3::DataFormat("XYZW"));
-  Finish(r, scope, {_FEED_X}, {{bn.y}});""", _bad_data_format),
-    Case("layout_of_wrong_rank", 'DataFormat("NCDHW") on a 4-D x', f"""{X}
+  Finish(r, scope, {_FEED_X}, {{bn.y}});""",
+        _bad_data_format,
+    ),
+    Case(
+        "layout_of_wrong_rank",
+        'DataFormat("NCDHW") on a 4-D x',
+        f"""{X}
   {BN}, ops::FusedBatchNormV3::DataFormat("NCDHW"));
-  Finish(r, scope, {_FEED_X}, {{bn.y}});""", _layout_of_wrong_rank),
-    Case("training_grad_empty_reserve_spaces", "grad op, is_training, empty reserve spaces", f"""{X}
+  Finish(r, scope, {_FEED_X}, {{bn.y}});""",
+        _layout_of_wrong_rank,
+    ),
+    Case(
+        "training_grad_empty_reserve_spaces",
+        "grad op, is_training, empty reserve spaces",
+        f"""{X}
   auto grad = ops::FusedBatchNormGradV3(scope.WithOpName("grad"), x, x, {S3}, {{}}, {{}}, {{}});
-  Finish(r, scope, {_FEED_X}, {{grad.x_backprop}});""", _training_grad_empty_reserve),
-    Case("frozen_forward_empty_statistics", "forward, frozen, empty mean/variance", f"""{X}
+  Finish(r, scope, {_FEED_X}, {{grad.x_backprop}});""",
+        _training_grad_empty_reserve,
+    ),
+    Case(
+        "frozen_forward_empty_statistics",
+        "forward, frozen, empty mean/variance",
+        f"""{X}
   {BN}, ops::FusedBatchNormV3::IsTraining(false));
-  Finish(r, scope, {_FEED_X}, {{bn.y}});""", _frozen_empty_statistics),
-    Case("rank_3_input", "a 3-D x", f"""
+  Finish(r, scope, {_FEED_X}, {{bn.y}});""",
+        _frozen_empty_statistics,
+    ),
+    Case(
+        "rank_3_input",
+        "a 3-D x",
+        f"""
   auto x = ops::Placeholder(scope.WithOpName("x"), DT_FLOAT, ops::Placeholder::Shape({{2, 2, 3}}));
   {BN});
-  Finish(r, scope, {{{{x, Pattern(DT_FLOAT, {{2, 2, 3}})}}}}, {{bn.y}});""", _rank_3_input),
-    Case("bad_output_index", "fetching Output(bn.operation, 7)", f"""{X}
+  Finish(r, scope, {{{{x, Pattern(DT_FLOAT, {{2, 2, 3}})}}}}, {{bn.y}});""",
+        _rank_3_input,
+    ),
+    Case(
+        "bad_output_index",
+        "fetching Output(bn.operation, 7)",
+        f"""{X}
   {BN});
-  Finish(r, scope, {_FEED_X}, {{Output(bn.operation, 7)}});""", _bad_output_index),
-    Case("fed_and_fetched", "fetching the placeholder that is fed", f"""{X}
+  Finish(r, scope, {_FEED_X}, {{Output(bn.operation, 7)}});""",
+        _bad_output_index,
+    ),
+    Case(
+        "fed_and_fetched",
+        "fetching the placeholder that is fed",
+        f"""{X}
   {BN});
-  Finish(r, scope, {_FEED_X}, {{bn.y, x}});""", _fed_and_fetched),
-    Case("run_after_a_construction_error", "Run, fetching a good op, after another op failed", f"""{X}
+  Finish(r, scope, {_FEED_X}, {{bn.y, x}});""",
+        _fed_and_fetched,
+    ),
+    Case(
+        "run_after_a_construction_error",
+        "Run, fetching a good op, after another op failed",
+        f"""{X}
   {BN});
   auto bad = ops::FusedBatchNormV3(scope.WithOpName("bad"), x, {{1.f}}, {O3}, {{}}, {{}});
-  Finish(r, scope, {_FEED_X}, {{bn.batch_mean}});""", _run_after_error),
+  Finish(r, scope, {_FEED_X}, {{bn.batch_mean}});""",
+        _run_after_error,
+    ),
 ]
 
 HARNESS = r"""// The C++ half of tests/export/test_cc_differential.py: every case in one program.

@@ -254,4 +254,3 @@ def render(plan: ExportPlan) -> dict[str, str]:
             raise UnimplementedError(f"onednn-graph export: fetch {tensor} has no value in the program")
         writes.append(f"write_output({c_string(path)}, buffers.at({prog.lt(tensor)}.get_id()));  // {comment(tensor)}")
     return {"main.cpp": main_cpp(plan, prog, writes), "npy.h": NPY_H, "run.sh": run_sh(plan)}
-

@@ -195,7 +195,7 @@ class _Program:
             "//",
             "// TensorFlow C++ API pages for the lines below:",
             *(f"//   {k}: {API_PAGES[k]}" for k in ["Scope", "ClientSession", *used]),
-            "//   (ops::FusedBatchNormGradV3: \"tensorflow::ops::FusedBatchNormGradV3\", the seed page of fbnops)",
+            '//   (ops::FusedBatchNormGradV3: "tensorflow::ops::FusedBatchNormGradV3", the seed page of fbnops)',
         ]
         renamed = {n: self.var[n] for n in plan.idents if n != self.var[n]}
         if renamed:
@@ -250,7 +250,7 @@ class _Program:
         if any(op.type in _FORWARD and not op.attrs["is_training"] for op in plan.ops):
             lines += [
                 "  // Grappler's remapper rewrites an inference FusedBatchNorm into Mul/Add even when its",
-                "  // batch_mean is fetched, and Run then fails with \"does not have output 1\"",
+                '  // batch_mean is fetched, and Run then fails with "does not have output 1"',
                 "  // (https://github.com/tensorflow/tensorflow/issues/21328): this session runs without it.",
                 "  SessionOptions options;",
                 "  options.config.mutable_graph_options()->mutable_rewrite_options()"

@@ -84,7 +84,7 @@ def save(name, value):
     np.save(HERE / "outputs" / name, value)
 '''
 
-_MAIN_GRAPH = '''
+_MAIN_GRAPH = """
 
 def main():
     graph = tf.Graph()
@@ -94,17 +94,17 @@ def main():
         values = session.run(dict(fetches), feed_dict=feeds)
     for name, value in values.items():
         save(name, value)
-'''
+"""
 
-_MAIN_EAGER = '''
+_MAIN_EAGER = """
 
 def main():
     fetches = build()  # eager: every op has run by now
     for name, tensor in fetches:
         save(name, tensor.numpy())
-'''
+"""
 
-_ENTRY = '''
+_ENTRY = """
 
 if __name__ == "__main__":
     try:
@@ -115,7 +115,7 @@ if __name__ == "__main__":
     except (ValueError, TypeError) as e:  # TF Python's own checks while building the graph
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
         sys.exit(1)
-'''
+"""
 
 
 def _header(plan: ExportPlan, graph_mode: bool) -> list[str]:
@@ -186,7 +186,7 @@ _NO_REMAPPER = [
     "",
     "",
     "# Grappler's remapper turns an inference FusedBatchNorm into Mul and Add even when batch_mean or",
-    "# batch_variance is fetched, and the run fails with \"does not have output 1\"",
+    '# batch_variance is fetched, and the run fails with "does not have output 1"',
     "# (https://github.com/tensorflow/tensorflow/issues/21328): this graph runs without that rewrite.",
     "from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402",
     "",
