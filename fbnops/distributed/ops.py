@@ -28,6 +28,7 @@ Attributes are converted exactly as ``fbnops.raw_ops`` converts them (TensorFlow
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -55,8 +56,9 @@ _GradOutput = raw_ops._FusedBatchNormGradV3Output
 _PARAM_GRADS = ("global", "local")
 
 
+@functools.cache
 def _stages():
-    from ..kernels import stages  # the compiled partials/finish/apply entry points
+    from ..kernels import stages  # the compiled partials/finish/apply entry points (imported once, on first use)
 
     return stages
 
