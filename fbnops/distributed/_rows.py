@@ -121,6 +121,15 @@ def block_sums(
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _spans(start: int, samples: int, total: int) -> np.ndarray:
+    """:func:`._tree.spans` as the kernel takes them, ``(nblocks, 2)`` intp, read-only (cached: the
+    split is usually the same every step)."""
+    spans = np.asarray(_tree.spans(start, samples, total), np.intp).reshape(-1, 2)
+    spans.flags.writeable = False
+    return spans
+
+
 class Partials:
     """One rank's per-channel float64 sums of one reduction: whole (the default mode) or as the
     reproducible tree's block sums (from the kernels' per-sample sums, or in one pass over
@@ -142,6 +151,6 @@ class Partials:
         """``(nblocks, K)`` (into ``out`` if given): this rank's aligned blocks' tree sums (its first
         sample is global ``start``)."""
         if self.single_rows:
-            return block_sums(self.mode, *self.arrays, _tree.spans(start, self.samples, total), out)
+            return block_sums(self.mode, *self.arrays, _spans(start, self.samples, total), out)
         leaves = np.ascontiguousarray(self.kernel(self.rows_per_sample), np.float64).reshape(self.samples, -1)
         return _tree.local_nodes(leaves, start, total, overwrite=True, out=out)  # the stage's array: a workspace

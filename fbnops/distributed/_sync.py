@@ -24,6 +24,7 @@ in rank order, so the bits are the same) and an allgather shares the slices.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,11 @@ def _index(field: str, value: Any) -> float:
     return float(choices.index(value)) if value in choices else _ABSENT
 
 
+@functools.cache
+def _dtype_index(dtype: np.dtype) -> float:
+    return _index("dtype", np.dtype(dtype).name)  # the name lookup costs microseconds: once per dtype
+
+
 class Header:
     """This rank's header: its status (and error), its shard and its attributes, as float64 values."""
 
@@ -66,11 +72,12 @@ class Header:
         self.values[FIELDS.index("op")] = _index("op", op)
 
     def describe(self, *, samples: int, count: int, channels: int, dtype: np.dtype, data_format: str, attrs) -> None:
-        kinds = (_index("dtype", np.dtype(dtype).name), _index("data_format", data_format))
-        self.values[1:6] = (samples, count, channels, *kinds)
-        for i, name in enumerate(ATTRS, start=len(FIELDS)):
+        values = [samples, count, channels, _dtype_index(dtype), _index("data_format", data_format)]
+        values.append(self.values[FIELDS.index("op")])
+        for name in ATTRS:
             value = attrs.get(name, _ABSENT)
-            self.values[i] = _index(name, value) if name in _CHOICES else float(value)
+            values.append(_index(name, value) if name in _CHOICES else float(value))
+        self.values[1:] = values  # one store: the header is written on every call
 
     def fail(self, error: BaseException, channels_guess: int | None = None, stage: str | None = None) -> None:
         """Record the first failure; ``stage`` None means validation (the header's fields are then void)."""
@@ -156,6 +163,22 @@ class Run:
             self.headers = heads
         return total
 
+    def header_round(self, width: int) -> None:
+        """The first collective without a total to compute: the header and a zero payload of ``width``.
+
+        The payload is the length the default mode's first collective carries, so that a rank
+        that disagrees on the mode sends a message of the same length (MPI would truncate or
+        abort on different ones) and is caught by the header check, on every rank.
+        """
+        if self.comm.size >= REDUCE_SCATTER_FROM and self.comm.has_alltoall:  # the default mode's collective
+            self.total(None, width)
+            return
+        message = np.zeros(HEADER + width)
+        message[:HEADER] = self.header.values
+        heads = self.comm.allgather(message)[:, :HEADER]
+        self._check(heads)
+        self.headers = heads
+
     @property
     def count(self) -> int:
         """Elements per channel over the global batch (after the first collective)."""
@@ -165,9 +188,9 @@ class Run:
         """The canonical-tree total of every rank's per-sample leaves (see :mod:`._tree`), after the
         header round: ``block_sums(start, total, out)`` writes this rank's aligned blocks' sums
         into ``out`` ``(nblocks, width)``, run as the stage ``stage`` (None: a rank without rows)."""
-        counts = [int(c) for c in self.headers[:, 1]]
-        start, total = sum(counts[: self.comm.rank]), sum(counts)
-        nblocks = len(_tree.blocks(start, start + counts[self.comm.rank], total))
+        counts = tuple(int(c) for c in self.headers[:, 1])
+        start, split = sum(counts[: self.comm.rank]), _tree.plan(counts)
+        nblocks, total = split.rows[self.comm.rank] - 1, split.total
         payload = np.empty((1 + nblocks, width))  # the head row (this rank's status), then the blocks
         if block_sums is None or self.stage(stage, block_sums, start, total, payload[1:]) is None or self.failed:
             payload[1:] = 0.0  # the status says why
@@ -202,6 +225,8 @@ class Run:
     def _check(self, headers: np.ndarray) -> None:
         """Raise the same error on every rank if any rank failed, or the ranks disagree."""
         self._check_status(headers)
+        if len(headers) == 1:  # one rank agrees with itself
+            return
         bits = np.ascontiguousarray(headers).view(np.uint64)  # bits: -0.0 is not 0.0
         differs = (bits != bits[0]).any(axis=0)
         differs[:3] = False  # status, samples and count may differ

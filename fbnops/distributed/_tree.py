@@ -12,14 +12,16 @@ every rank then finishes the same tree from the same nodes, in the same order.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from .comm import Communicator
 
-__all__ = ["blocks", "spans", "subtree", "local_nodes", "tree_total"]
+__all__ = ["blocks", "spans", "subtree", "local_nodes", "plan", "tree_total"]
 
 
 def _levels(total: int) -> int:
@@ -77,6 +79,43 @@ def local_nodes(
     return values
 
 
+class Plan(NamedTuple):
+    """How the ranks' blocks assemble into the root, for one split of the batch (cached: the split
+    is usually the same every step).  ``rows[r]``: rank ``r``'s payload rows (its head row + its
+    blocks); ``root``: the root as an expression over ``(rank, row)`` leaves (see :func:`_evaluate`)."""
+
+    total: int
+    rows: tuple[int, ...]
+    root: tuple | None
+
+
+@functools.lru_cache(maxsize=64)
+def plan(samples: tuple[int, ...]) -> Plan:
+    """The :class:`Plan` of a batch split as ``samples[r]`` samples on rank ``r`` (in rank order)."""
+    total = sum(samples)
+    starts = list(itertools.accumulate(samples, initial=0))[:-1]
+    nodes = [blocks(s, s + n, total) for s, n in zip(starts, samples, strict=True)]
+    known = {node: (rank, 1 + j) for rank, rank_nodes in enumerate(nodes) for j, node in enumerate(rank_nodes)}
+
+    def node(level: int, index: int) -> tuple:
+        if (level, index) in known:
+            return known[(level, index)]  # a leaf: (rank, row)
+        left = node(level - 1, 2 * index)
+        if (2 * index + 1) << (level - 1) < total:
+            return (left, node(level - 1, 2 * index + 1))  # left + right, in that order
+        return (left,)  # an odd last node moves up as is
+
+    return Plan(total, tuple(1 + len(b) for b in nodes), node(_levels(total), 0) if total else None)
+
+
+def _evaluate(expr: tuple, gathered: Sequence[np.ndarray]) -> np.ndarray:
+    """A plan's node value: ``(rank, row)`` is a gathered block, ``(left, right)`` their sum, ``(left,)`` left."""
+    if isinstance(expr[0], int):
+        return gathered[expr[0]][expr[1]]
+    left = _evaluate(expr[0], gathered)
+    return left + _evaluate(expr[1], gathered) if len(expr) == 2 else left
+
+
 def tree_total(comm: Communicator, payload: np.ndarray, samples: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """Every rank's head word ``(size, 1)`` and the canonical-tree total, on every rank, in one ``allgatherv``.
 
@@ -84,25 +123,9 @@ def tree_total(comm: Communicator, payload: np.ndarray, samples: Sequence[int]) 
     travels: the rank's status), then its block values (the nodes of :func:`blocks`, from
     :func:`spans`' rows).
     """
-    samples = [int(s) for s in samples]
-    total = sum(samples)
-    width = payload.shape[1]
-    starts = list(itertools.accumulate(samples, initial=0))[:-1]
-    nodes = [blocks(s, s + n, total) for s, n in zip(starts, samples, strict=True)]
-    gathered = comm.allgatherv(payload, [1 + len(b) for b in nodes])
+    split = plan(tuple(int(s) for s in samples))
+    gathered = comm.allgatherv(payload, split.rows)
     heads = np.array([g[0, :1] for g in gathered])  # the status words (the rest of the row is padding)
-    if total == 0:
-        return heads, np.zeros(width)
-    known: dict[tuple[int, int], np.ndarray] = {}
-    for rank_nodes, vals in zip(nodes, gathered, strict=True):
-        known.update(zip(rank_nodes, vals[1:], strict=True))
-
-    def node(level: int, index: int) -> np.ndarray:
-        if (level, index) in known:
-            return known[(level, index)]
-        left = node(level - 1, 2 * index)
-        if (2 * index + 1) << (level - 1) < total:
-            return left + node(level - 1, 2 * index + 1)
-        return left
-
-    return heads, np.array(node(_levels(total), 0), np.float64)
+    if split.root is None:
+        return heads, np.zeros(payload.shape[1])
+    return heads, np.array(_evaluate(split.root, gathered), np.float64)  # a copy: never a view of `gathered`

@@ -28,6 +28,7 @@ Attributes are converted exactly as ``fbnops.raw_ops`` converts them (TensorFlow
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -55,8 +56,9 @@ _GradOutput = raw_ops._FusedBatchNormGradV3Output
 _PARAM_GRADS = ("global", "local")
 
 
+@functools.cache
 def _stages():
-    from ..kernels import stages  # the compiled partials/finish/apply entry points
+    from ..kernels import stages  # the compiled partials/finish/apply entry points (imported once, on first use)
 
     return stages
 
@@ -151,9 +153,8 @@ def _synchronized(
     if not reproducible:
         local = run.stage(stage, sums.whole) if rows else None
         return run.total(local, width), local
-    # Reproducible: the header round first (with a payload of the default length, so that a rank
-    # that disagrees on the mode is caught there): the tree's blocks need every rank's count.
-    run.total(None, width)
+    # Reproducible: the header round first (see Run.header_round): the tree's blocks need every rank's count.
+    run.header_round(width)
     if run.count == 0 or width == 0:
         return np.zeros(width), None
     return run.tree(stage, sums.blocks if rows else None, width), None

@@ -82,6 +82,45 @@ def test_ranks_that_disagree_raise_on_every_rank(change, what):
     assert f"disagree on {what}" in msg and "rank(s) 1 differ" in msg, msg
 
 
+@pytest.mark.parametrize("collective", ["allgather", "reduce_scatter"])
+@pytest.mark.parametrize("default_ranks", [(1,), (0, 2)], ids=["one_default", "two_default"])
+def test_a_mode_disagreement_is_caught_in_the_first_collective(monkeypatch, collective, default_ranks):
+    """The reproducible header round sends what the default mode's first collective sends (the same
+    collective, the same length), so the header check catches the disagreement on every rank."""
+    from fbnops.distributed import _sync
+
+    if collective == "reduce_scatter":
+        monkeypatch.setattr(_sync, "REDUCE_SCATTER_FROM", 2)
+    sent = []
+    b = batch()
+    xs = split(b["x"], SIZES)
+
+    class Recording:  # the ThreadComm rank, recording each first message's shape and collective
+        def __init__(self, comm):
+            self.comm, self.rank, self.size = comm, comm.rank, comm.size
+
+        def allgather(self, a):
+            sent.append((self.rank, "allgather", a.shape))
+            return self.comm.allgather(a)
+
+        def allgatherv(self, a, rows):
+            return self.comm.allgatherv(a, rows)
+
+        def alltoall(self, a):
+            sent.append((self.rank, "alltoall", a.shape))
+            return self.comm.alltoall(a)
+
+    def body(comm):
+        kw = {k: b[k] for k in ("scale", "offset", "mean", "variance")}
+        repro = comm.rank not in default_ranks
+        return fd.FusedBatchNormV3(Recording(comm), x=xs[comm.rank], reproducible=repro, **kw)
+
+    msg = assert_same_error(fd.ThreadComm(3, timeout=20).run(body, return_exceptions=True))
+    assert "disagree on reproducible" in msg, msg
+    first = {rank: (kind, shape) for rank, kind, shape in reversed(sent)}  # each rank's first message
+    assert len(set(first.values())) == 1, first
+
+
 def test_an_epsilon_mismatch_raises_on_every_rank():
     b = batch()
     xs = split(b["x"], SIZES)
