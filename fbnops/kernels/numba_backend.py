@@ -112,7 +112,7 @@ def _partials(p, center):
 
 def _params(op: int, n: float, epsilon: float, scale, offset, variance, center) -> Params:
     """The Params of a call, its eight per-channel vectors rows of one zeroed allocation (one
-    np.zeros instead of five, a sixth of a small call's Python side): the first (scale_backprop
+    np.zeros instead of five and a copy: 7.6 -> 5.6 us at C=512): the first (scale_backprop
     or batch_mean) and second (offset_backprop or batch_var) outputs, A, B, K, the centre
     (a copy: FWD_TRAIN writes it), and zeros for an absent offset or variance."""
     vec0, vec1, A, B, K, own_center, no_offset, no_variance = np.zeros((8, scale.shape[0]), np.float32)
