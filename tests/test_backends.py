@@ -133,3 +133,15 @@ def test_numba_read_only_inputs_share_the_compiled_specialization():
     assert len(loops.drive[0].signatures) == before, loops.drive[0].signatures[before:]
     ref = nb.batch_norm_grad(x, x, v, v, v, epsilon=1e-3, is_training=True)
     assert all(np.array_equal(a, b) for a, b in zip(out, ref, strict=True))
+
+
+def test_numba_kernel_refuses_a_storage_dtype_it_has_no_loads_for():
+    """A float64 array is refused by name, never read as another type's bits."""
+    from fbnops.errors import InvalidArgumentError
+
+    extras.require_backend("numba")
+    from fbnops.kernels import numba_backend
+
+    v = np.ones(3, np.float32)
+    with pytest.raises(InvalidArgumentError, match="x \\(and dy\\) must be float32, float16 or bfloat16, got float64"):
+        numba_backend.batch_norm(np.ones((2, 3, 4)), v, v, v, v, epsilon=1e-3, is_training=True)

@@ -12,7 +12,7 @@ touched: small calls, and children forked after the parent ran parallel kernels)
 nearest even).  Only the row sweeps (``_numba_rows.py``) are compiled with ``fastmath``, and
 it is contraction only (``_numba_rows.FASTMATH``): NaN and Inf propagate and every rounding is
 the C code's.  The items and regions here have no fastmath at all, so the per-channel math
-inlined into them (``_channel_done``) rounds as the C code does.
+inlined into them (``_channels_done``) rounds as the C code does.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._numba_cache import cached_njit
-from ._numba_channels import _channel_done, _combine, center_tile, finish_pass, tile
+from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, tile
 from ._numba_rows import _apply, _clear, _flush, _reduce, _runs
 from ._plan import Apply, Op, Reduce
 
@@ -210,7 +210,7 @@ def fused_region(a, b, out, p, nchunks, params):
 @njit
 def _fused_items(a, b, out, p, i0, i1, params):
     """Items [i0, i1) of fused_region, in a function of their own (not the prange body, which
-    Numba transforms): its scratch is its own, and _channel_done is inlined here without
+    Numba transforms): its scratch is its own, and _channels_done is inlined here without
     fastmath (a call per channel copied params' 14 arrays: a fifth of a small-plane forward)."""
     op = params.op
     m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
@@ -220,8 +220,7 @@ def _fused_items(a, b, out, p, i0, i1, params):
         c0, nch, _, _ = _block_bounds(p, item)
         for q in range(_npasses(op)):
             _reduce_plane_item(a, b, _reduce_mode(op, q), p, item, params.center, m, acc0, acc1, p0, p1, sums)
-            for c in range(nch):
-                _channel_done(params, q, c0 + c, sums[0, c], sums[1, c])
+            _channels_done(params, q, c0, nch, sums[0], sums[1])
         _apply_plane_item(a, b, out, _apply_mode(op), p, item, params.A, params.B, params.K, params.center, tiles)
 
 
