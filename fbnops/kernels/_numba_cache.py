@@ -49,6 +49,7 @@ def _register() -> None:
 
 
 def cached_njit(**options):
-    """``numba.njit(cache=True, **options)`` with the kernel-sources stamp."""
+    """``numba.njit(cache=True, nogil=True, **options)`` with the kernel-sources stamp.  Every entry
+    point releases the GIL, as the Cython kernels do: a serial twin runs a whole call in one go."""
     _register()
-    return numba.njit(cache=True, **options)
+    return numba.njit(cache=True, nogil=True, **options)
