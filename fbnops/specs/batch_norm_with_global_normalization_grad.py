@@ -39,13 +39,7 @@ SPEC = OpSpec(
     attrs=(VARIANCE_EPSILON, SCALE_AFTER_NORMALIZATION),
     type_attrs={"T": NUMBER_TYPES},
     kernel_type_attrs={"T": CPU_TYPES},
-    surfaces=Surfaces(
-        java_class="BatchNormWithGlobalNormalizationGrad",
-        java_endpoint="batchNormWithGlobalNormalizationGrad",
-        cc_class="BatchNormWithGlobalNormalizationGrad",
-        python="BatchNormWithGlobalNormalizationGrad",
-        java_package="nn",
-    ),
+    surfaces=Surfaces.named("BatchNormWithGlobalNormalizationGrad", java_package="nn"),
     data=DATA,
     deprecation=REMOVED,
 )

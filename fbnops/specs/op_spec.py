@@ -130,6 +130,11 @@ class Surfaces:
     directml: tuple[tuple[str, str], ...] = ()
     onednn: tuple[tuple[str, str], ...] = ()
 
+    @classmethod
+    def named(cls, op: str, java_package: str = "core") -> Surfaces:
+        """Every API spells the op by its TensorFlow name (the Java endpoint in lowerCamelCase)."""
+        return cls(op, op[0].lower() + op[1:], op, op, java_package)
+
 
 @dataclass(frozen=True)
 class OpSpec:
