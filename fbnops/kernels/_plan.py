@@ -38,6 +38,7 @@ from ..framework.threads import kernel_threads, serial_after_fork
 LANES = 512  # minimum row width: folded channels-last rows, channel blocks of small planes
 MAX_W = 2 * LANES  # widest channels-first row: a block of ceil(LANES / inner) planes
 BLOCK_ROWS = 128  # rows summed in float32 lanes before flushing into float64
+STRIP_PIECES = 64  # 16-bit reductions: rows of W lanes summed per load and store of the lane totals
 ROW_ITEM_ELEMS = 32768  # channels-last: target elements per item
 MAX_ROW_ITEMS = 64
 PLANE_ITEM_BYTES = 4 << 20  # channels-first: bytes of (x, dy) per item: about one L2
@@ -75,7 +76,7 @@ CONTRACT_ENUMS = (Op, Reduce, Apply)
 
 # Emitted into the Cython build as compile-time constants (array bounds need them).
 PXI_CONSTANTS = (
-    "LANES", "MAX_W", "BLOCK_ROWS", "ROW_ITEM_ELEMS", "MAX_ROW_ITEMS", "PLANE_ITEM_BYTES", "MIN_ITEMS",
+    "LANES", "MAX_W", "BLOCK_ROWS", "STRIP_PIECES", "ROW_ITEM_ELEMS", "MAX_ROW_ITEMS", "PLANE_ITEM_BYTES", "MIN_ITEMS",
     "STREAM_MIN_BYTES",
 )  # fmt: skip
 CYTHON_DIR = Path(__file__).parent / "_cython"

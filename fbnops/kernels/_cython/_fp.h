@@ -200,23 +200,89 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
 #define FB_LANE1(v, i) (v)[i]
 #define FB_CHANNEL8(v, i) _mm256_set1_ps(v)
 #define FB_CHANNEL1(v, i) (v)
-#define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1)                                  \
-    static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,        \
-                                              const float* m, float* s0, float* s1) {               \
-        ptrdiff_t i = 0; /* (each mode loads only what it uses: dy and the centre tile) */          \
-        for (; i + 8 <= n; i += 8) {                                                                \
-            __m256 x = LOAD8(a + i);                                                                \
-            if (mode == FB_RED_GRAD)                                                                \
-                fb_reduce8(FB_RED_GRAD, x, LOAD8(b + i), _mm256_loadu_ps(m + i), s0 + i, s1 + i);   \
-            else if (mode == FB_RED_SUM) fb_reduce8(FB_RED_SUM, x, x, x, s0 + i, s1 + i);           \
-            else fb_reduce8(FB_RED_SQ, x, x, _mm256_loadu_ps(m + i), s0 + i, s1 + i);               \
+/* Reductions of many rows at once, each lane's float32 total kept in a register for the whole
+ * call (loaded and stored once, not once per row).  nrows rows, `stride` elements apart; a row is
+ * `span` elements folded onto W lanes: lane j takes elements j, j + W, j + 2W, ... below span,
+ * row after row.  That is exactly the adds of the one-row loop run on each W-lane piece in turn
+ * (same operations, same order per lane), so the same bits.  A strip of NV vectors is summed
+ * over every row before the next strip: NV independent add chains hide the add latency. */
+#define FB_STRIP(T, NAME, LOAD8, NV)                                                                \
+    static inline __attribute__((always_inline)) void fb_strip_##NAME##_##NV(                       \
+        int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, ptrdiff_t q,            \
+        ptrdiff_t W, const float* m, float* s0, float* s1) {                                        \
+        __m256 u[NV], v[NV];                                                                        \
+        for (int k = 0; k < NV; k++) { /* (only the totals the mode adds to) */                     \
+            if (mode != FB_RED_SQ) u[k] = _mm256_loadu_ps(s0 + 8 * k);                              \
+            if (mode != FB_RED_SUM) v[k] = _mm256_loadu_ps(s1 + 8 * k);                             \
         }                                                                                           \
-        for (; i < n; i++) {                                                                        \
-            float x = LOAD1(a[i]);                                                                  \
-            if (mode == FB_RED_GRAD) fb_reduce1(FB_RED_GRAD, x, LOAD1(b[i]), m[i], s0 + i, s1 + i); \
-            else fb_reduce1(mode, x, x, mode == FB_RED_SUM ? 0.0f : m[i], s0 + i, s1 + i);          \
+        for (ptrdiff_t r = 0; r < nrows; r++)                                                       \
+            for (ptrdiff_t piece = 0; piece < q; piece++) {                                         \
+                const T* x = a + r * stride + piece * W;                                            \
+                const T* g = b + r * stride + piece * W;                                            \
+                for (int k = 0; k < NV; k++) {                                                      \
+                    __m256 xv = LOAD8(x + 8 * k);                                                   \
+                    if (mode == FB_RED_SUM) u[k] = _mm256_add_ps(u[k], xv);                         \
+                    else if (mode == FB_RED_SQ) {                                                   \
+                        __m256 d = _mm256_sub_ps(xv, _mm256_loadu_ps(m + 8 * k));                   \
+                        v[k] = _mm256_fmadd_ps(d, d, v[k]);                                         \
+                    } else {                                                                        \
+                        __m256 dy = LOAD8(g + 8 * k);                                               \
+                        u[k] = _mm256_add_ps(u[k], dy);                                             \
+                        v[k] = _mm256_fmadd_ps(_mm256_sub_ps(xv, _mm256_loadu_ps(m + 8 * k)), dy, v[k]); \
+                    }                                                                               \
+                }                                                                                   \
+            }                                                                                       \
+        for (int k = 0; k < NV; k++) {                                                              \
+            if (mode != FB_RED_SQ) _mm256_storeu_ps(s0 + 8 * k, u[k]);                              \
+            if (mode != FB_RED_SUM) _mm256_storeu_ps(s1 + 8 * k, v[k]);                             \
         }                                                                                           \
+    }
+/* Lanes [j0, j1), each taking q pieces a row: strips of 8 vectors (4 with two totals a lane),
+ * then single vectors, then the last lanes one at a time (fb_reduce1: the same operations). */
+#define FB_STRIP_RANGE(T, NAME, LOAD1)                                                              \
+    static inline __attribute__((always_inline)) void fb_strip_range_##NAME(                        \
+        int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, ptrdiff_t q,            \
+        ptrdiff_t W, ptrdiff_t j0, ptrdiff_t j1, const float* m, float* s0, float* s1) {            \
+        ptrdiff_t j = j0;                                                                           \
+        if (mode == FB_RED_GRAD)                                                                    \
+            for (; j + 32 <= j1; j += 32)                                                           \
+                fb_strip_##NAME##_4(mode, a + j, b + j, nrows, stride, q, W, m + j, s0 + j, s1 + j); \
+        else                                                                                        \
+            for (; j + 64 <= j1; j += 64)                                                           \
+                fb_strip_##NAME##_8(mode, a + j, b + j, nrows, stride, q, W, m + j, s0 + j, s1 + j); \
+        for (; j + 8 <= j1; j += 8)                                                                 \
+            fb_strip_##NAME##_1(mode, a + j, b + j, nrows, stride, q, W, m + j, s0 + j, s1 + j);     \
+        for (; j < j1; j++)                                                                         \
+            for (ptrdiff_t r = 0; r < nrows; r++)                                                   \
+                for (ptrdiff_t piece = 0; piece < q; piece++) {                                     \
+                    ptrdiff_t at = r * stride + piece * W + j;                                      \
+                    float x = LOAD1(a[at]);                                                         \
+                    if (mode == FB_RED_GRAD) fb_reduce1(FB_RED_GRAD, x, LOAD1(b[at]), m[j], s0 + j, s1 + j); \
+                    else fb_reduce1(mode, x, x, mode == FB_RED_SUM ? 0.0f : m[j], s0 + j, s1 + j);  \
+                }                                                                                   \
+    }
+/* The mode made a constant, so that each strip compiles to one straight loop. */
+#define FB_REDUCE_ROWS(T, NAME)                                                                     \
+    static inline void fb_reduce_##NAME##_rows_in(int mode, const T* a, const T* b, ptrdiff_t nrows, \
+                                                  ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,    \
+                                                  const float* m, float* s0, float* s1) {           \
+        ptrdiff_t q = (span + W - 1) / W, last = span - (q - 1) * W; /* lanes below last: q pieces */ \
+        fb_strip_range_##NAME(mode, a, b, nrows, stride, q, W, 0, last, m, s0, s1);                 \
+        if (q > 1) fb_strip_range_##NAME(mode, a, b, nrows, stride, q - 1, W, last, W, m, s0, s1);  \
     }                                                                                               \
+    static inline void fb_reduce_##NAME##_rows(int mode, const T* a, const T* b, ptrdiff_t nrows,   \
+                                               ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,       \
+                                               const float* m, float* s0, float* s1) {              \
+        if (mode == FB_RED_SUM) fb_reduce_##NAME##_rows_in(FB_RED_SUM, a, b, nrows, stride, span, W, m, s0, s1); \
+        else if (mode == FB_RED_SQ) fb_reduce_##NAME##_rows_in(FB_RED_SQ, a, b, nrows, stride, span, W, m, s0, s1); \
+        else fb_reduce_##NAME##_rows_in(FB_RED_GRAD, a, b, nrows, stride, span, W, m, s0, s1);      \
+    }
+#define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1)                                  \
+    FB_STRIP(T, NAME, LOAD8, 8)                                                                     \
+    FB_STRIP(T, NAME, LOAD8, 4)                                                                     \
+    FB_STRIP(T, NAME, LOAD8, 1)                                                                     \
+    FB_STRIP_RANGE(T, NAME, LOAD1)                                                                  \
+    FB_REDUCE_ROWS(T, NAME)                                                                         \
     static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
                                              const float* A, const float* B, const float* K,        \
                                              const float* m) {                                      \
@@ -231,8 +297,9 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
 #define FB_BF16_ROWS 0
 /* (never called: FB_HALF_ROWS and FB_BF16_ROWS are 0) */
 #define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1)                                  \
-    static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,        \
-                                              const float* m, float* s0, float* s1) {}              \
+    static inline void fb_reduce_##NAME##_rows(int mode, const T* a, const T* b, ptrdiff_t nrows,   \
+                                               ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,       \
+                                               const float* m, float* s0, float* s1) {}             \
     static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
                                              const float* A, const float* B, const float* K,        \
                                              const float* m) {}                                     \

@@ -3,7 +3,7 @@
 # no dy), m the centre tile, W the row width in lanes, P the call's Plan.
 
 from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_row, fb_apply_bf16_run, fb_apply_half_row, fb_apply_half_run,
-                  fb_reduce_bf16_row, fb_reduce_half_row, fb_stream_copy, fb_stream_fence)
+                  fb_reduce_bf16_rows, fb_reduce_half_rows, fb_stream_copy, fb_stream_fence)
 
 # ---------------------------------------------------------------------------------------
 # Innermost loops.  All data is processed as rows of W lanes with per-lane tiles
@@ -17,18 +17,12 @@ cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b
     cdef Py_ssize_t r, j
     cdef float d, dy
     if storage_t is fb_half:
-        if FB_HALF_ROWS:  # x86-64-v3: rows converted 8 lanes at a time, in registers (see _fp.h)
-            for r in range(nrows):
-                fb_reduce_half_row(mode, a, b, W, m, s0, s1)
-                a += W
-                b += W
+        if FB_HALF_ROWS:  # x86-64-v3: rows converted 8 lanes at a time, lane totals in registers (see _fp.h)
+            fb_reduce_half_rows(mode, a, b, nrows, W, W, W, m, s0, s1)
             return
     if storage_t is fb_bf16:
         if FB_BF16_ROWS:
-            for r in range(nrows):
-                fb_reduce_bf16_row(mode, a, b, W, m, s0, s1)
-                a += W
-                b += W
+            fb_reduce_bf16_rows(mode, a, b, nrows, W, W, W, m, s0, s1)
             return
     for r in range(nrows):
         if mode == RED_GRAD:
@@ -45,6 +39,28 @@ cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b
                 s1[j] += d * d
         a += W
         b += W
+
+
+cdef inline void reduce_strided(Reduce mode, const storage_t* a, const storage_t* b, Py_ssize_t nrows,
+                                Py_ssize_t stride, Py_ssize_t span, Py_ssize_t W, const float* m, float* s0,
+                                float* s1) noexcept nogil:
+    """nrows rows `stride` elements apart, each `span` elements folded onto W lanes (lane j
+    takes elements j, j + W, ... below span), row after row: reduce_rows on each W-lane piece in
+    turn.  16-bit rows on x86-64-v3 keep the lane totals in registers across all the rows."""
+    cdef Py_ssize_t r, pos
+    if storage_t is fb_half:
+        if FB_HALF_ROWS:
+            fb_reduce_half_rows(mode, a, b, nrows, stride, span, W, m, s0, s1)
+            return
+    if storage_t is fb_bf16:
+        if FB_BF16_ROWS:
+            fb_reduce_bf16_rows(mode, a, b, nrows, stride, span, W, m, s0, s1)
+            return
+    for r in range(nrows):
+        pos = 0
+        while pos < span:
+            reduce_rows(mode, a + r * stride + pos, b + r * stride + pos, 1, min(W, span - pos), m, s0, s1)
+            pos += W
 
 
 cdef inline void apply_rows(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
@@ -229,7 +245,7 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
     cdef float acc[2 * MAX_W]
     cdef double lanes[2 * MAX_W]
     cdef float m_tile[MAX_W]
-    cdef Py_ssize_t j, c, n, base, c0, nch, n0, n1, nrows = 0
+    cdef Py_ssize_t j, c, n, k, base, c0, nch, n0, n1, pieces, nrows = 0
     cdef Py_ssize_t W = P.width, R = P.run, span
     cdef double t0, t1
     block_bounds(P, item, &c0, &nch, &n0, &n1)
@@ -240,9 +256,21 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
     for j in range(2 * W):
         acc[j] = 0
         lanes[j] = 0
-    for n in range(n0, n1):
+    pieces = _ceil_div(span, W)  # rows of W lanes per batch index (the last may be short)
+    n = n0
+    while n < n1:
         base = (n * P.C + c0) * P.inner
-        reduce_span(mode, a, b, base, base + span, W, m_tile, acc, lanes, &nrows)
+        k = min(n1 - n, (BLOCK_ROWS - nrows) // pieces, max(1, STRIP_PIECES // pieces))
+        if k == 0:  # a flush falls inside this batch index's planes
+            reduce_span(mode, a, b, base, base + span, W, m_tile, acc, lanes, &nrows)
+            n += 1
+            continue
+        reduce_strided(mode, a + base, b + base, k, P.C * P.inner, span, W, m_tile, acc, acc + W)
+        n += k
+        nrows += k * pieces
+        if nrows == BLOCK_ROWS:
+            flush(W, acc, lanes)
+            nrows = 0
     flush(W, acc, lanes)
     for c in range(nch):
         t0 = 0
