@@ -38,7 +38,7 @@ from ..framework.threads import kernel_threads, serial_after_fork
 LANES = 512  # minimum row width: folded channels-last rows, channel blocks of small planes
 MAX_W = 2 * LANES  # widest channels-first row: a block of ceil(LANES / inner) planes
 BLOCK_ROWS = 128  # rows summed in float32 lanes before flushing into float64
-STRIP_PIECES = 64  # 16-bit reductions: rows of W lanes summed per load and store of the lane totals
+STRIP_PIECES = 8  # 16-bit reductions: rows of W lanes summed per load and store of the lane totals
 ROW_ITEM_ELEMS = 32768  # channels-last: target elements per item
 MAX_ROW_ITEMS = 64
 PLANE_ITEM_BYTES = 4 << 20  # channels-first: bytes of (x, dy) per item: about one L2

@@ -51,6 +51,8 @@ CASES = [
     ("NDHWC", (4, 6, 8, 8, 40)),
     ("NCDHW", (3, 9, 2, 3, 4)),
     ("NCDHW", (2, 4, 3, 40, 50)),
+    # (appended: a case's inputs are seeded by its index)
+    ("NCHW", (130, 16, 25, 41)),  # 3 rows a plane (the last one lane), a float64 flush inside a plane
 ]
 
 

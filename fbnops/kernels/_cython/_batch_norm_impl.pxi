@@ -175,15 +175,24 @@ cdef inline bint streams(const Plan* P, Py_ssize_t itemsize) noexcept nogil:
     return P.outer * P.C * P.inner * itemsize >= stream_min_bytes
 
 
+cdef inline bint inputs_cached(const Plan* P, Py_ssize_t itemsize, int ninputs) noexcept nogil:
+    """Whether the inputs fit in the caches (read from there, not from memory): reductions then
+    keep their lane totals in registers across rows (strips), which read rows out of address
+    order; from memory, address order streams better."""
+    return P.outer * P.C * P.inner * itemsize * ninputs < stream_min_bytes
+
+
 cdef void fused_block(const Plan* P, Params* params, Py_ssize_t item, const Reduce* passes, int npasses,
-                      Apply amode, const storage_t* a, const storage_t* b, storage_t* out, bint stream) noexcept nogil:
-    """A whole channel block in one item: reduce, coefficients, apply while it is in cache."""
+                      Apply amode, const storage_t* a, const storage_t* b, storage_t* out, bint stream,
+                      bint cached) noexcept nogil:
+    """A whole channel block in one item: reduce, coefficients, apply while it is in cache
+    (after the first pass, the block is in cache whatever the inputs' size)."""
     cdef double s[2 * MAX_W]
     cdef Py_ssize_t c, c0, nch, n0, n1
     cdef int p
     block_bounds(P, item, &c0, &nch, &n0, &n1)
     for p in range(npasses):
-        reduce_plane_item(P, passes[p], item, a, b, params.center, s)
+        reduce_plane_item(P, passes[p], item, a, b, params.center, s, cached or p > 0)
         for c in range(nch):
             channel_done(params, p, c0 + c, s[c], s[P.block + c])
     apply_plane_item(P, params, amode, item, a, b, out, stream)
@@ -231,6 +240,7 @@ cdef struct Work:
     Reduce passes[2]
     Apply amode
     bint stream         # FUSED/APPLY: the output is written with non-temporal stores
+    bint cached         # FUSED/REDUCE: the inputs fit in the caches (see inputs_cached)
 
 
 cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage_t* out,
@@ -238,13 +248,13 @@ cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage
     cdef const Plan* P = w.P
     cdef Py_ssize_t W = P.width
     if w.region == FUSED:
-        fused_block(P, w.params, item, w.passes, w.npasses, w.amode, a, b, out, w.stream)
+        fused_block(P, w.params, item, w.passes, w.npasses, w.amode, a, b, out, w.stream, w.cached)
     elif w.region == REDUCE:
         if P.channels_last:
             reduce_row_item(P, w.mode, item, a, b, w.S.tiles + 3 * W,
                             w.S.acc + item * 2 * W, w.S.part + item * 2 * W)
         else:
-            reduce_plane_item(P, w.mode, item, a, b, w.params.center, w.S.part + 2 * P.block * item)
+            reduce_plane_item(P, w.mode, item, a, b, w.params.center, w.S.part + 2 * P.block * item, w.cached)
     elif P.channels_last:
         apply_row_item(P, w.amode, item, a, b, out, w.S.tiles, w.stream)
     else:
@@ -276,6 +286,7 @@ cdef inline Work make_work(const Plan* P, Params* params, const Scratch* S, Regi
     w.passes[1] = RED_GRAD
     w.amode = APPLY_A
     w.stream = False
+    w.cached = False
     return w
 
 
@@ -287,6 +298,7 @@ cdef void reduce_pass(const Plan* P, Params* params, Reduce mode, const Scratch*
     """One reduction pass over every item, combined in a fixed order into S.s[0:2C]."""
     cdef Work w = make_work(P, params, S, REDUCE)
     w.mode = mode
+    w.cached = inputs_cached(P, sizeof(storage_t), 2 if mode == RED_GRAD else 1)
     if P.channels_last:
         tile_row_coefficients(P, params, S.tiles)  # only the centers (tile 3) are read here
     for_items(&w, P.nitems, nthreads, a, b, <storage_t*> NULL)
@@ -322,11 +334,13 @@ cdef void run(const Plan* P, Params* params, const storage_t* a, const storage_t
         w.passes[0] = RED_GRAD
         w.npasses = 1
         w.amode = APPLY_FULL if params.op == GRAD_TRAIN else APPLY_B
+        w.cached = inputs_cached(P, sizeof(storage_t), 2)
     elif params.op == FWD_TRAIN:
         w.passes[0] = RED_SUM
         w.passes[1] = RED_SQ
         w.npasses = 2
         w.amode = APPLY_A
+        w.cached = inputs_cached(P, sizeof(storage_t), 1)
     else:
         w.amode = APPLY_A
 

@@ -283,6 +283,22 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
     FB_STRIP(T, NAME, LOAD8, 1)                                                                     \
     FB_STRIP_RANGE(T, NAME, LOAD1)                                                                  \
     FB_REDUCE_ROWS(T, NAME)                                                                         \
+    static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,        \
+                                              const float* m, float* s0, float* s1) {               \
+        ptrdiff_t i = 0; /* (each mode loads only what it uses: dy and the centre tile) */          \
+        for (; i + 8 <= n; i += 8) {                                                                \
+            __m256 x = LOAD8(a + i);                                                                \
+            if (mode == FB_RED_GRAD)                                                                \
+                fb_reduce8(FB_RED_GRAD, x, LOAD8(b + i), _mm256_loadu_ps(m + i), s0 + i, s1 + i);   \
+            else if (mode == FB_RED_SUM) fb_reduce8(FB_RED_SUM, x, x, x, s0 + i, s1 + i);           \
+            else fb_reduce8(FB_RED_SQ, x, x, _mm256_loadu_ps(m + i), s0 + i, s1 + i);               \
+        }                                                                                           \
+        for (; i < n; i++) {                                                                        \
+            float x = LOAD1(a[i]);                                                                  \
+            if (mode == FB_RED_GRAD) fb_reduce1(FB_RED_GRAD, x, LOAD1(b[i]), m[i], s0 + i, s1 + i); \
+            else fb_reduce1(mode, x, x, mode == FB_RED_SUM ? 0.0f : m[i], s0 + i, s1 + i);          \
+        }                                                                                           \
+    }                                                                                               \
     static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
                                              const float* A, const float* B, const float* K,        \
                                              const float* m) {                                      \
@@ -300,6 +316,8 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
     static inline void fb_reduce_##NAME##_rows(int mode, const T* a, const T* b, ptrdiff_t nrows,   \
                                                ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,       \
                                                const float* m, float* s0, float* s1) {}             \
+    static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,        \
+                                              const float* m, float* s0, float* s1) {}              \
     static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
                                              const float* A, const float* B, const float* K,        \
                                              const float* m) {}                                     \

@@ -3,7 +3,8 @@
 # no dy), m the centre tile, W the row width in lanes, P the call's Plan.
 
 from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_row, fb_apply_bf16_run, fb_apply_half_row, fb_apply_half_run,
-                  fb_reduce_bf16_rows, fb_reduce_half_rows, fb_stream_copy, fb_stream_fence)
+                  fb_reduce_bf16_row, fb_reduce_bf16_rows, fb_reduce_half_row, fb_reduce_half_rows,
+                  fb_stream_copy, fb_stream_fence)
 
 # ---------------------------------------------------------------------------------------
 # Innermost loops.  All data is processed as rows of W lanes with per-lane tiles
@@ -17,12 +18,18 @@ cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b
     cdef Py_ssize_t r, j
     cdef float d, dy
     if storage_t is fb_half:
-        if FB_HALF_ROWS:  # x86-64-v3: rows converted 8 lanes at a time, lane totals in registers (see _fp.h)
-            fb_reduce_half_rows(mode, a, b, nrows, W, W, W, m, s0, s1)
+        if FB_HALF_ROWS:  # x86-64-v3: rows converted 8 lanes at a time, in registers (see _fp.h)
+            for r in range(nrows):
+                fb_reduce_half_row(mode, a, b, W, m, s0, s1)
+                a += W
+                b += W
             return
     if storage_t is fb_bf16:
         if FB_BF16_ROWS:
-            fb_reduce_bf16_rows(mode, a, b, nrows, W, W, W, m, s0, s1)
+            for r in range(nrows):
+                fb_reduce_bf16_row(mode, a, b, W, m, s0, s1)
+                a += W
+                b += W
             return
     for r in range(nrows):
         if mode == RED_GRAD:
@@ -236,7 +243,7 @@ cdef inline void block_bounds(const Plan* P, Py_ssize_t item, Py_ssize_t* c0, Py
 
 
 cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const storage_t* a,
-                            const storage_t* b, const float* center, double* sums) noexcept nogil:
+                            const storage_t* b, const float* center, double* sums, bint in_cache) noexcept nogil:
     """Totals of one (channel block, batch range) item: sums[0:nch] and sums[block:block+nch].
 
     Each batch index contributes the item's planes as rows of `width` lanes; lane j
@@ -260,8 +267,8 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
     n = n0
     while n < n1:
         base = (n * P.C + c0) * P.inner
-        k = min(n1 - n, (BLOCK_ROWS - nrows) // pieces, max(1, STRIP_PIECES // pieces))
-        if k == 0:  # a flush falls inside this batch index's planes
+        k = min(n1 - n, (BLOCK_ROWS - nrows) // pieces, STRIP_PIECES // pieces) if in_cache else 0
+        if k == 0:  # large planes, or a flush falls inside this batch index's planes
             reduce_span(mode, a, b, base, base + span, W, m_tile, acc, lanes, &nrows)
             n += 1
             continue
