@@ -252,7 +252,7 @@ cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage
     elif w.region == REDUCE:
         if P.channels_last:
             reduce_row_item(P, w.mode, item, a, b, w.S.tiles + 3 * W,
-                            w.S.acc + item * 2 * W, w.S.part + item * 2 * W)
+                            w.S.acc + item * 2 * W, w.S.part + item * 2 * W, w.cached)
         else:
             reduce_plane_item(P, w.mode, item, a, b, w.params.center, w.S.part + 2 * P.block * item, w.cached)
     elif P.channels_last:

@@ -63,6 +63,9 @@ cdef inline void reduce_strided(Reduce mode, const storage_t* a, const storage_t
         if FB_BF16_ROWS:
             fb_reduce_bf16_rows(mode, a, b, nrows, stride, span, W, m, s0, s1)
             return
+    if stride == W and span == W:  # (contiguous rows: one call)
+        reduce_rows(mode, a, b, nrows, W, m, s0, s1)
+        return
     for r in range(nrows):
         pos = 0
         while pos < span:
@@ -166,16 +169,20 @@ cdef inline void flush(Py_ssize_t W, float* acc, double* part) noexcept nogil:
 
 cdef inline void reduce_span(Reduce mode, const storage_t* a, const storage_t* b, Py_ssize_t start,
                              Py_ssize_t stop, Py_ssize_t W, const float* m, float* acc, double* part,
-                             Py_ssize_t* rows_in_block) noexcept nogil:
+                             Py_ssize_t* rows_in_block, bint cached) noexcept nogil:
     """Accumulate elements [start, stop) as rows of W lanes (the last row may be short).
 
     float32 lanes ``acc[0:2W]`` take at most BLOCK_ROWS rows, then flush into the
-    float64 ``part``; the row count carries over between spans of the same item.
+    float64 ``part``; the row count carries over between spans of the same item.  Rows
+    in cache are summed in strips (reduce_strided), rows from memory one by one.
     """
     cdef Py_ssize_t n, pos = start
     while pos < stop:
         n = min((stop - pos) // W, BLOCK_ROWS - rows_in_block[0])
-        if n > 0:
+        if n > 0 and cached:
+            reduce_strided(mode, a + pos, b + pos, n, W, W, W, m, acc, acc + W)
+            pos += n * W
+        elif n > 0:
             reduce_rows(mode, a + pos, b + pos, n, W, m, acc, acc + W)
             pos += n * W
         else:  # a short last row
@@ -205,13 +212,13 @@ cdef inline void row_item_bounds(const Plan* P, Py_ssize_t item, Py_ssize_t* r0,
 
 
 cdef void reduce_row_item(const Plan* P, Reduce mode, Py_ssize_t item, const storage_t* a,
-                          const storage_t* b, const float* m_tile, float* acc, double* part) noexcept nogil:
+                          const storage_t* b, const float* m_tile, float* acc, double* part, bint cached) noexcept nogil:
     cdef Py_ssize_t r0, r1, tail, j, nrows = 0, W = P.width
     for j in range(2 * W):
         acc[j] = 0
         part[j] = 0
     row_item_bounds(P, item, &r0, &r1, &tail)
-    reduce_span(mode, a, b, r0 * W, r1 * W + tail, W, m_tile, acc, part, &nrows)
+    reduce_span(mode, a, b, r0 * W, r1 * W + tail, W, m_tile, acc, part, &nrows, cached)
     flush(W, acc, part)
 
 
@@ -269,7 +276,7 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
         base = (n * P.C + c0) * P.inner
         k = min(n1 - n, (BLOCK_ROWS - nrows) // pieces, STRIP_PIECES // pieces) if in_cache else 0
         if k == 0:  # large planes, or a flush falls inside this batch index's planes
-            reduce_span(mode, a, b, base, base + span, W, m_tile, acc, lanes, &nrows)
+            reduce_span(mode, a, b, base, base + span, W, m_tile, acc, lanes, &nrows, in_cache)
             n += 1
             continue
         reduce_strided(mode, a + base, b + base, k, P.C * P.inner, span, W, m_tile, acc, acc + W)
