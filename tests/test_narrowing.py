@@ -76,3 +76,22 @@ def test_kernel_modules_export_no_test_entry_points(build):
     entry_points = {"batch_norm", "batch_norm_grad", "reduce_totals", "finish", "apply", "cpu_has_x86_64_v3"}
     constants = {"OPENMP_ENABLED", "SIMD_VARIANT", "STREAM_MIN_BYTES_ADDRESS", "NARROW_RUNS_ADDRESS"}
     assert public == entry_points | constants
+
+
+@pytest.mark.parametrize("gamma", [1.0, 1.00390625, 1.0039215, 0.7071068, 3.0e38])
+def test_bf16_runs_round_as_the_portable_build(gamma):
+    """Runs of one channel (planes of 512 values or more) narrow bfloat16 in pairs: the even and
+    odd values of a 32-byte load computed apart and blended back.  Every bfloat16 bit pattern as
+    dy, scaled by gamma/sqrt(var + eps) (products that round, tie, overflow or are NaN), comes out
+    as the element-by-element narrowing of the portable build writes it."""
+    if not baseline.cpu_has_x86_64_v3():
+        pytest.skip("this CPU cannot run the x86-64-v3 build")
+    v3 = importlib.import_module("fbnops.kernels._cython.batch_norm_avx2")
+    dy = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(ml_dtypes.bfloat16).reshape(1, 1, -1)
+    x = np.zeros_like(dy)
+    scale, mean, var = (np.array([v], np.float32) for v in (gamma, 0.0, 0.999))
+    outs = [
+        build.batch_norm_grad(x, dy, scale, mean, var, epsilon=1e-3, is_training=False)[0].view(np.uint16)
+        for build in (baseline, v3)
+    ]
+    np.testing.assert_array_equal(outs[1], outs[0])

@@ -190,11 +190,41 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
     ptrdiff_t i = 0;                                                                                \
     for (; i + 16 <= n; i += 16) /* two vectors per narrowing store */                              \
         STORE16(out + i, FB_APPLY8(LOAD8, COEF8, i), FB_APPLY8(LOAD8, COEF8, i + 8));               \
+    FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, COEF8, COEF1)
+/* From i on: 8 lanes at a time, then one by one. */
+#define FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, COEF8, COEF1)                                   \
     for (; i + 8 <= n; i += 8)                                                                      \
         STORE8(out + i, FB_APPLY8(LOAD8, COEF8, i));                                                \
     for (; i < n; i++) {                                                                            \
         float x = mode == FB_APPLY_B ? 0.0f : LOAD1(a[i]), dy = mode == FB_APPLY_A ? 0.0f : LOAD1(b[i]); \
         out[i] = STORE1(fb_apply1(mode, x, dy, COEF1(A, i), COEF1(B, i), COEF1(K, i), COEF1(m, i))); \
+    }
+/* bfloat16 with one channel's coefficients: 16 values per 32-byte load and store.  A 32-bit lane
+ * holds two bfloat16 values, the even one in its lower half: shifted up, that one is a float;
+ * masked, the odd one is.  Each set of 8 is computed and rounded in place (fb_bf16_round8) and
+ * the two are blended back: no widening, packing or permuting shuffle.  The same operations on
+ * every value as fb_apply8 and fb_store_bf16x16, so the same bits. */
+static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, __m256 A,
+                                       __m256 B, __m256 K, __m256 m) {
+    const __m256i upper = _mm256_set1_epi32((int)0xffff0000u);
+    __m256i xa = mode == FB_APPLY_B ? _mm256_setzero_si256() : _mm256_loadu_si256((const __m256i*)a);
+    __m256i xb = mode == FB_APPLY_A ? _mm256_setzero_si256() : _mm256_loadu_si256((const __m256i*)b);
+    __m256 even = fb_apply8(mode, _mm256_castsi256_ps(_mm256_slli_epi32(xa, 16)),
+                            _mm256_castsi256_ps(_mm256_slli_epi32(xb, 16)), A, B, K, m);
+    __m256 odd = fb_apply8(mode, _mm256_castsi256_ps(_mm256_and_si256(xa, upper)),
+                           _mm256_castsi256_ps(_mm256_and_si256(xb, upper)), A, B, K, m);
+    __m256i r = _mm256_blend_epi16(_mm256_srli_epi32(fb_bf16_round8(even), 16), fb_bf16_round8(odd), 0xAA);
+    _mm256_storeu_si256((__m256i*)out, r);
+}
+/* The 16-value steps of a run (one channel's coefficients): two vectors per narrowing store, or
+ * bfloat16 pairs. */
+#define FB_RUN16_VECTORS(LOAD8, STORE16)                                                            \
+    for (; i + 16 <= n; i += 16)                                                                    \
+        STORE16(out + i, FB_APPLY8(LOAD8, FB_CHANNEL8, i), FB_APPLY8(LOAD8, FB_CHANNEL8, i + 8));
+#define FB_RUN16_PAIRS(LOAD8, STORE16)                                                              \
+    {                                                                                               \
+        const __m256 vA = _mm256_set1_ps(A), vB = _mm256_set1_ps(B), vK = _mm256_set1_ps(K), vm = _mm256_set1_ps(m); \
+        for (; i + 16 <= n; i += 16) fb_apply_bf16_pairs(mode, a + i, b + i, out + i, vA, vB, vK, vm); \
     }
 #define FB_LANE8(v, i) _mm256_loadu_ps((v) + (i))
 #define FB_LANE1(v, i) (v)[i]
@@ -277,7 +307,7 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
         else if (mode == FB_RED_SQ) fb_reduce_##NAME##_rows_in(FB_RED_SQ, a, b, nrows, stride, span, W, m, s0, s1); \
         else fb_reduce_##NAME##_rows_in(FB_RED_GRAD, a, b, nrows, stride, span, W, m, s0, s1);      \
     }
-#define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1)                                  \
+#define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1, RUN16)                           \
     FB_STRIP(T, NAME, LOAD8, 8)                                                                     \
     FB_STRIP(T, NAME, LOAD8, 4)                                                                     \
     FB_STRIP(T, NAME, LOAD8, 1)                                                                     \
@@ -306,13 +336,15 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
     }                                                                                               \
     static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
                                              float A, float B, float K, float m) {                  \
-        FB_APPLY_LOOP(LOAD8, STORE8, STORE16, LOAD1, STORE1, FB_CHANNEL8, FB_CHANNEL1)              \
+        ptrdiff_t i = 0;                                                                            \
+        RUN16(LOAD8, STORE16)                                                                       \
+        FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, FB_CHANNEL8, FB_CHANNEL1)                       \
     }
 #else
 #define FB_HALF_ROWS 0
 #define FB_BF16_ROWS 0
 /* (never called: FB_HALF_ROWS and FB_BF16_ROWS are 0) */
-#define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1)                                  \
+#define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1, RUN16)                           \
     static inline void fb_reduce_##NAME##_rows(int mode, const T* a, const T* b, ptrdiff_t nrows,   \
                                                ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,       \
                                                const float* m, float* s0, float* s1) {}             \
@@ -324,8 +356,8 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
     static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
                                              float A, float B, float K, float m) {}
 #endif
-FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_store_half16, fb_half_to_f32, fb_f32_to_half)
-FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_store_bf16x16, fb_bf16_to_f32, fb_f32_to_bf16)
+FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_store_half16, fb_half_to_f32, fb_f32_to_half, FB_RUN16_VECTORS)
+FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_store_bf16x16, fb_bf16_to_f32, fb_f32_to_bf16, FB_RUN16_PAIRS)
 
 /* n floats narrowed as the kernels' 16-bit applies store them: 16 lanes, 8, then the tail
  * element by element on x86-64-v3; element by element elsewhere.  (A test hook: its
