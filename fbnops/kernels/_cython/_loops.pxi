@@ -160,9 +160,16 @@ cdef inline void apply_run_streamed(Apply mode, const storage_t* a, const storag
         i += n
 
 
-cdef inline void flush(Py_ssize_t W, float* acc, double* part) noexcept nogil:
-    cdef Py_ssize_t j
-    for j in range(2 * W):
+cdef inline void used_lanes(Reduce mode, Py_ssize_t W, Py_ssize_t* lo, Py_ssize_t* hi) noexcept nogil:
+    """The lanes [lo, hi) of acc[0:2W] a pass adds to: s0's (RED_SUM), s1's (RED_SQ) or both."""
+    lo[0] = W if mode == RED_SQ else 0
+    hi[0] = W if mode == RED_SUM else 2 * W
+
+
+cdef inline void flush(Reduce mode, Py_ssize_t W, float* acc, double* part) noexcept nogil:
+    cdef Py_ssize_t j, lo, hi
+    used_lanes(mode, W, &lo, &hi)
+    for j in range(lo, hi):
         part[j] += acc[j]
         acc[j] = 0
 
@@ -191,7 +198,7 @@ cdef inline void reduce_span(Reduce mode, const storage_t* a, const storage_t* b
             pos = stop
         rows_in_block[0] += n
         if rows_in_block[0] == BLOCK_ROWS:
-            flush(W, acc, part)
+            flush(mode, W, acc, part)
             rows_in_block[0] = 0
 
 
@@ -213,13 +220,15 @@ cdef inline void row_item_bounds(const Plan* P, Py_ssize_t item, Py_ssize_t* r0,
 
 cdef void reduce_row_item(const Plan* P, Reduce mode, Py_ssize_t item, const storage_t* a,
                           const storage_t* b, const float* m_tile, float* acc, double* part, bint cached) noexcept nogil:
-    cdef Py_ssize_t r0, r1, tail, j, nrows = 0, W = P.width
-    for j in range(2 * W):
-        acc[j] = 0
+    cdef Py_ssize_t r0, r1, tail, j, lo, hi, nrows = 0, W = P.width
+    used_lanes(mode, W, &lo, &hi)
+    for j in range(2 * W):  # (combine_rows reads both totals: the other stays 0)
         part[j] = 0
+    for j in range(lo, hi):
+        acc[j] = 0
     row_item_bounds(P, item, &r0, &r1, &tail)
     reduce_span(mode, a, b, r0 * W, r1 * W + tail, W, m_tile, acc, part, &nrows, cached)
-    flush(W, acc, part)
+    flush(mode, W, acc, part)
 
 
 cdef void apply_row_item(const Plan* P, Apply mode, Py_ssize_t item, const storage_t* a,
@@ -259,7 +268,7 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
     cdef float acc[2 * MAX_W]
     cdef double lanes[2 * MAX_W]
     cdef float m_tile[MAX_W]
-    cdef Py_ssize_t j, c, n, k, base, c0, nch, n0, n1, pieces, nrows = 0
+    cdef Py_ssize_t j, c, n, k, base, c0, nch, n0, n1, pieces, lo, hi, nrows = 0
     cdef Py_ssize_t W = P.width, R = P.run, span
     cdef double t0, t1
     block_bounds(P, item, &c0, &nch, &n0, &n1)
@@ -267,7 +276,8 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
     for c in range(nch):  # (nested loops, not j // R: integer division is slow)
         for j in range(c * R, (c + 1) * R):
             m_tile[j] = center[c0 + c] if center != NULL else 0
-    for j in range(2 * W):
+    used_lanes(mode, W, &lo, &hi)
+    for j in range(lo, hi):
         acc[j] = 0
         lanes[j] = 0
     pieces = _ceil_div(span, W)  # rows of W lanes per batch index (the last may be short)
@@ -283,15 +293,18 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
         n += k
         nrows += k * pieces
         if nrows == BLOCK_ROWS:
-            flush(W, acc, lanes)
+            flush(mode, W, acc, lanes)
             nrows = 0
-    flush(W, acc, lanes)
-    for c in range(nch):
+    flush(mode, W, acc, lanes)
+    for c in range(nch):  # (a total the pass does not add to stays 0)
         t0 = 0
         t1 = 0
-        for j in range(c * R, (c + 1) * R):
-            t0 += lanes[j]
-            t1 += lanes[W + j]
+        if mode != RED_SQ:
+            for j in range(c * R, (c + 1) * R):
+                t0 += lanes[j]
+        if mode != RED_SUM:
+            for j in range(c * R, (c + 1) * R):
+                t1 += lanes[W + j]
         sums[c] = t0
         sums[P.block + c] = t1
 
