@@ -24,7 +24,7 @@ from numba import njit, prange
 
 from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, tile
-from ._numba_rows import _apply, _clear, _flush, _reduce, _runs
+from ._numba_rows import FASTMATH, _apply, _clear, _flush, _reduce, _runs
 from ._plan import Apply, Op, Reduce
 
 # ---------------------------------------------------------------------------------------
@@ -57,15 +57,38 @@ def _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part):
 
 
 @njit
-def _fold_lanes(p0, p1, c, R, sums):
-    """Channel c's total of lanes [c*R, (c+1)*R), summed in lane order (no fastmath: as in C)."""
+def _fold_lanes(mode, p0, p1, c, R, sums):
+    """Channel c's totals of lanes [c*R, (c+1)*R), summed in lane order (no fastmath: as in C);
+    a total the pass does not add to stays 0."""
     t0 = 0.0
     t1 = 0.0
-    for j in range(c * R, (c + 1) * R):
-        t0 += p0[j]
-        t1 += p1[j]
+    if mode != Reduce.RED_SQ:
+        for j in range(c * R, (c + 1) * R):
+            t0 += p0[j]
+    if mode != Reduce.RED_SUM:
+        for j in range(c * R, (c + 1) * R):
+            t1 += p1[j]
     sums[0, c] = t0
     sums[1, c] = t1
+
+
+@njit(inline="always")
+def _clear_used(mode, acc0, acc1, p0, p1):
+    """Zero the float32 lanes and float64 partials of the totals the pass adds to."""
+    if mode != Reduce.RED_SQ:
+        _clear(acc0), _clear(p0)
+    if mode != Reduce.RED_SUM:
+        _clear(acc1), _clear(p1)
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _flush_used(mode, acc0, acc1, p0, p1):
+    if mode != Reduce.RED_SQ:
+        for j in range(acc0.shape[0]):
+            p0[j] += acc0[j]
+    if mode != Reduce.RED_SUM:
+        for j in range(acc1.shape[0]):
+            p1[j] += acc1[j]
 
 
 @njit(inline="always")
@@ -76,12 +99,12 @@ def _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums)
     for c in range(nch):
         for j in range(c * R, (c + 1) * R):
             m[j] = center[c0 + c]
-    _clear(acc0), _clear(acc1), _clear(p0), _clear(p1)
+    _clear_used(mode, acc0, acc1, p0, p1)
     stride = p.C * p.inner
     _reduce(mode, a, b, (n0 * p.C + c0) * p.inner, stride, n1 - n0, nch * p.inner, p.width, m, acc0, acc1, p0, p1, 0)
-    _flush(acc0, acc1, p0, p1)
+    _flush_used(mode, acc0, acc1, p0, p1)
     for c in range(nch):
-        _fold_lanes(p0, p1, c, R, sums)
+        _fold_lanes(mode, p0, p1, c, R, sums)
 
 
 @njit(inline="always")

@@ -49,13 +49,50 @@ def _reduce_span(a, b, mode, start, stop, W, m, acc0, acc1, p0, p1, nrows):
         pos += W
         nrows += 1
         if nrows == BLOCK_ROWS:
-            for j in range(W):
-                p0[j] += acc0[j]
-                p1[j] += acc1[j]
-                acc0[j] = 0
-                acc1[j] = 0
+            _flush_block(mode, W, acc0, acc1, p0, p1)
             nrows = 0
     return nrows
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _flush_block(mode, W, acc0, acc1, p0, p1):
+    """The float32 lanes of a block of rows into the float64 partials (only the totals the mode adds to)."""
+    if mode != Reduce.RED_SQ:
+        for j in range(W):
+            p0[j] += acc0[j]
+            acc0[j] = 0
+    if mode != Reduce.RED_SUM:
+        for j in range(W):
+            p1[j] += acc1[j]
+            acc1[j] = 0
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _reduce_rows4(a, b, mode, start, stride, L, m, acc0, acc1):
+    """Four rows of L lanes, `stride` apart, added in row order with one load and store of each
+    lane total (the C kernels' strips keep them in registers): the same adds as four
+    _reduce_span rows, so the same bits."""
+    x0, x1 = a[start : start + L], a[start + stride : start + stride + L]
+    x2, x3 = a[start + 2 * stride : start + 2 * stride + L], a[start + 3 * stride : start + 3 * stride + L]
+    if mode == Reduce.RED_GRAD:
+        g0, g1 = b[start : start + L], b[start + stride : start + stride + L]
+        g2, g3 = b[start + 2 * stride : start + 2 * stride + L], b[start + 3 * stride : start + 3 * stride + L]
+        for j in range(L):
+            mj = m[j]
+            d0, d1, d2, d3 = _load(g0, j), _load(g1, j), _load(g2, j), _load(g3, j)
+            acc0[j] = (((acc0[j] + d0) + d1) + d2) + d3
+            t = acc1[j] + (_load(x0, j) - mj) * d0
+            t = t + (_load(x1, j) - mj) * d1
+            t = t + (_load(x2, j) - mj) * d2
+            acc1[j] = t + (_load(x3, j) - mj) * d3
+    elif mode == Reduce.RED_SUM:
+        for j in range(L):
+            acc0[j] = (((acc0[j] + _load(x0, j)) + _load(x1, j)) + _load(x2, j)) + _load(x3, j)
+    else:
+        for j in range(L):
+            mj = m[j]
+            d0, d1, d2, d3 = _load(x0, j) - mj, _load(x1, j) - mj, _load(x2, j) - mj, _load(x3, j) - mj
+            acc1[j] = (((acc1[j] + d0 * d0) + d1 * d1) + d2 * d2) + d3 * d3
 
 
 @njit(inline="always", fastmath=FASTMATH)
@@ -102,9 +139,19 @@ def _apply_run(a, b, out, amode, start, L, A, B, K, m):
 
 
 def _reduce_sweep(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows):
-    for k in range(count):
-        start = base + k * stride
-        nrows = _reduce_span(a, b, MODE, start, start + span, W, m, acc0, acc1, p0, p1, nrows)
+    k = 0
+    while k < count:
+        if span <= W and k + 4 <= count and nrows + 4 <= BLOCK_ROWS:  # one row per span: four at once
+            _reduce_rows4(a, b, MODE, base + k * stride, stride, span, m, acc0, acc1)
+            k += 4
+            nrows += 4
+            if nrows == BLOCK_ROWS:
+                _flush_block(MODE, W, acc0, acc1, p0, p1)
+                nrows = 0
+        else:
+            start = base + k * stride
+            nrows = _reduce_span(a, b, MODE, start, start + span, W, m, acc0, acc1, p0, p1, nrows)
+            k += 1
     return nrows
 
 

@@ -53,6 +53,7 @@ CASES = [
     ("NCDHW", (2, 4, 3, 40, 50)),
     # (appended: a case's inputs are seeded by its index)
     ("NCHW", (130, 16, 25, 41)),  # 3 rows a plane (the last one lane), a float64 flush inside a plane
+    ("NCHW", (130, 176, 7, 7)),  # channel blocks of small planes over 130 rows: flushes between grouped rows
 ]
 
 
