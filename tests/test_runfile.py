@@ -3,13 +3,13 @@ guards (sizes, nesting, aliases, .npy headers), exact literals and atomic .npz o
 
 from __future__ import annotations
 
-import copy
 import json
 import zipfile
 
 import ml_dtypes
 import numpy as np
 import pytest
+from attacks.helpers import edited
 
 import fbnops
 from fbnops.framework.errors import ResourceExhaustedError
@@ -49,16 +49,9 @@ def write(tmp_path, doc, name="job.json") -> object:
 
 
 def mutated(*keys_and_value):
-    job = copy.deepcopy(JOB)
+    """JOB with the item at the keys replaced by the last argument (deleted: ``KeyError``)."""
     *keys, value = keys_and_value
-    node = job
-    for k in keys[:-1]:
-        node = node[k]
-    if value is KeyError:
-        del node[keys[-1]]
-    else:
-        node[keys[-1]] = value
-    return job
+    return edited(JOB, keys, value)
 
 
 def test_bare_op_name_is_output_0_in_fetch_and_inputs(tmp_path):

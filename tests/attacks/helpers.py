@@ -6,6 +6,7 @@ Graph mirrors) with the hostile part given as an argument.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import math
@@ -190,8 +191,10 @@ GOOD_DOC = {
 }
 
 
-def doc_with(path, value):
-    doc = json.loads(json.dumps(GOOD_DOC))
+def edited(doc, path, value):
+    """A deep copy of the JSON-like ``doc`` with the item at ``path`` (a sequence of keys and
+    indices) set to ``value``, or deleted when ``value`` is ``KeyError``."""
+    doc = copy.deepcopy(doc)
     node = doc
     for k in path[:-1]:
         node = node[k]
@@ -200,6 +203,11 @@ def doc_with(path, value):
     else:
         node[path[-1]] = value
     return doc
+
+
+def doc_with(path, value):
+    """The good run file with one item replaced (or deleted: ``KeyError``)."""
+    return edited(GOOD_DOC, path, value)
 
 
 def fork_child_bits(backend, threads=2):
