@@ -62,10 +62,14 @@ def _fold_lanes(mode, p0, p1, c, R, sums):
     a total the pass does not add to stays 0."""
     t0 = 0.0
     t1 = 0.0
-    if mode != Reduce.RED_SQ:
+    if mode == Reduce.RED_GRAD:  # (both in one loop: their serial chains of adds overlap)
         for j in range(c * R, (c + 1) * R):
             t0 += p0[j]
-    if mode != Reduce.RED_SUM:
+            t1 += p1[j]
+    elif mode == Reduce.RED_SUM:
+        for j in range(c * R, (c + 1) * R):
+            t0 += p0[j]
+    else:
         for j in range(c * R, (c + 1) * R):
             t1 += p1[j]
     sums[0, c] = t0

@@ -296,13 +296,17 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
             flush(mode, W, acc, lanes)
             nrows = 0
     flush(mode, W, acc, lanes)
-    for c in range(nch):  # (a total the pass does not add to stays 0)
-        t0 = 0
+    for c in range(nch):  # (a total the pass does not add to stays 0; two totals in one loop:
+        t0 = 0             # their serial chains of adds overlap)
         t1 = 0
-        if mode != RED_SQ:
+        if mode == RED_GRAD:
             for j in range(c * R, (c + 1) * R):
                 t0 += lanes[j]
-        if mode != RED_SUM:
+                t1 += lanes[W + j]
+        elif mode == RED_SUM:
+            for j in range(c * R, (c + 1) * R):
+                t0 += lanes[j]
+        else:
             for j in range(c * R, (c + 1) * R):
                 t1 += lanes[W + j]
         sums[c] = t0
