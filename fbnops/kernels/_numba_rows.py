@@ -68,10 +68,10 @@ def _flush_block(mode, W, acc0, acc1, p0, p1):
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def _reduce_rows4(a, b, mode, start, stride, L, m, acc0, acc1):
-    """Four rows of L lanes, `stride` apart, added in row order with one load and store of each
-    lane total (the C kernels' strips keep them in registers): the same adds as four
-    _reduce_span rows, so the same bits."""
+def _reduce_rows(a, b, mode, start, stride, L, m, acc0, acc1):
+    """Rows of L lanes, `stride` apart (four for the gradient's two totals, else eight), added in
+    row order with one load and store of each lane total (the C kernels' strips keep them in
+    registers): the same adds as that many _reduce_span rows, so the same bits."""
     x0, x1 = a[start : start + L], a[start + stride : start + stride + L]
     x2, x3 = a[start + 2 * stride : start + 2 * stride + L], a[start + 3 * stride : start + 3 * stride + L]
     if mode == Reduce.RED_GRAD:
@@ -86,13 +86,20 @@ def _reduce_rows4(a, b, mode, start, stride, L, m, acc0, acc1):
             t = t + (_load(x2, j) - mj) * d2
             acc1[j] = t + (_load(x3, j) - mj) * d3
     elif mode == Reduce.RED_SUM:
+        x4, x5 = a[start + 4 * stride : start + 4 * stride + L], a[start + 5 * stride : start + 5 * stride + L]
+        x6, x7 = a[start + 6 * stride : start + 6 * stride + L], a[start + 7 * stride : start + 7 * stride + L]
         for j in range(L):
-            acc0[j] = (((acc0[j] + _load(x0, j)) + _load(x1, j)) + _load(x2, j)) + _load(x3, j)
+            t = (((acc0[j] + _load(x0, j)) + _load(x1, j)) + _load(x2, j)) + _load(x3, j)
+            acc0[j] = (((t + _load(x4, j)) + _load(x5, j)) + _load(x6, j)) + _load(x7, j)
     else:
+        x4, x5 = a[start + 4 * stride : start + 4 * stride + L], a[start + 5 * stride : start + 5 * stride + L]
+        x6, x7 = a[start + 6 * stride : start + 6 * stride + L], a[start + 7 * stride : start + 7 * stride + L]
         for j in range(L):
             mj = m[j]
             d0, d1, d2, d3 = _load(x0, j) - mj, _load(x1, j) - mj, _load(x2, j) - mj, _load(x3, j) - mj
-            acc1[j] = (((acc1[j] + d0 * d0) + d1 * d1) + d2 * d2) + d3 * d3
+            t = (((acc1[j] + d0 * d0) + d1 * d1) + d2 * d2) + d3 * d3
+            d0, d1, d2, d3 = _load(x4, j) - mj, _load(x5, j) - mj, _load(x6, j) - mj, _load(x7, j) - mj
+            acc1[j] = (((t + d0 * d0) + d1 * d1) + d2 * d2) + d3 * d3
 
 
 @njit(inline="always", fastmath=FASTMATH)
@@ -140,11 +147,12 @@ def _apply_run(a, b, out, amode, start, L, A, B, K, m):
 
 def _reduce_sweep(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows):
     k = 0
+    group = 4 if MODE == Reduce.RED_GRAD else 8  # (rows a call of _reduce_rows adds)
     while k < count:
-        if span <= W and k + 4 <= count and nrows + 4 <= BLOCK_ROWS:  # one row per span: four at once
-            _reduce_rows4(a, b, MODE, base + k * stride, stride, span, m, acc0, acc1)
-            k += 4
-            nrows += 4
+        if span <= W and k + group <= count and nrows + group <= BLOCK_ROWS:  # one row per span: a group at once
+            _reduce_rows(a, b, MODE, base + k * stride, stride, span, m, acc0, acc1)
+            k += group
+            nrows += group
             if nrows == BLOCK_ROWS:
                 _flush_block(MODE, W, acc0, acc1, p0, p1)
                 nrows = 0
