@@ -6,7 +6,7 @@ file), each case is called alternately in short bursts, and the report is the me
 per-round time ratios this/base.  It also checks that both builds give the same output bytes.
 
     git worktree add /tmp/base <commit> && (cd /tmp/base && python setup.py build_ext --inplace)
-    python benchmarks/ab_kernels.py --base /tmp/base [--threads 2] [--rounds 15]
+    python benchmarks/ab_kernels.py --base /tmp/base [--threads 2] [--rounds 15] [--ops ...] [--dtypes ...]
 """
 
 from __future__ import annotations
@@ -18,29 +18,13 @@ import sys
 import time
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 
-import fbnops  # noqa: F401  (this checkout's package: its kernels are the candidate)
 from fbnops.kernels._cython import batch_norm as _portable
+from fbnops.tools.bench.arguments import add_case_arguments
+from fbnops.tools.bench.cases import make_cases
 
 HERE = Path(__file__).resolve().parent.parent
-# (op, shape as given in its layout, layout, dtype): the 16-bit cases this comparison was made for
-CASES = [
-    (op, shape, layout, dtype)
-    for dtype in ("bfloat16", "float16")
-    for op in ("forward", "grad")
-    for shape, layout in (
-        ((32, 64, 56, 56), "NCHW"),
-        ((32, 128, 28, 28), "NCHW"),
-        ((32, 256, 14, 14), "NCHW"),
-        ((32, 512, 7, 7), "NCHW"),
-        ((16, 64, 112, 112), "NCHW"),
-        ((32, 28, 28, 128), "NHWC"),
-        ((32, 14, 14, 256), "NHWC"),
-        ((32, 7, 7, 512), "NHWC"),
-    )
-]
 
 
 def kernel_module(checkout: Path):
@@ -54,23 +38,15 @@ def kernel_module(checkout: Path):
     return module
 
 
-def case_call(module, op, shape, layout, dtype, threads):
-    rng = np.random.default_rng(0)
-    if layout == "NCHW":
-        N, C, H, W = shape
-        view = (N, C, H * W)
-    else:
-        N, H, W, C = shape
-        view = (N * H * W, C, 1)
-    storage = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
-    x = rng.standard_normal(view).astype(np.float32).astype(storage)
-    dy = rng.standard_normal(view).astype(np.float32).astype(storage)
-    scale, offset = np.ones(C, np.float32), np.zeros(C, np.float32)
-    mean, var = np.zeros(C, np.float32), np.ones(C, np.float32)
+def case_call(module, case, threads: int):
+    """One kernel call of the case on its canonical ``(outer, C, inner)`` view."""
+    d, n, c = case.data, case.shape[0], case.shape[3]
+    view = (-1, c, 1) if case.channels_last else (n, c, -1)
+    x, dy = (d[k].reshape(view) for k in ("x", "dy"))
     kw = dict(epsilon=1e-3, is_training=True, num_threads=threads)
-    if op == "forward":
-        return lambda: module.batch_norm(x, scale, offset, None, None, **kw)
-    return lambda: module.batch_norm_grad(x, dy, scale, mean, var, **kw)
+    if case.op == "forward":
+        return lambda: module.batch_norm(x, d["scale"], d["offset"], None, None, **kw)
+    return lambda: module.batch_norm_grad(x, dy, d["scale"], d["mean"], d["var"], **kw)
 
 
 def burst_time(fn, seconds: float, clock) -> float:
@@ -87,6 +63,7 @@ def main() -> int:
     p.add_argument("--base", required=True, type=Path, help="the other checkout, with its kernels built")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=15)
+    add_case_arguments(p, dtypes=("bfloat16", "float16"))
     args = p.parse_args()
     if not _portable.cpu_has_x86_64_v3():
         print("this CPU cannot run the x86-64-v3 build")
@@ -96,8 +73,9 @@ def main() -> int:
     print(f"# this checkout ({HERE}) against {args.base}; {args.threads} thread(s); {args.rounds} alternating rounds")
     print(f"{'case':48} {'base ms':>8} {'this ms':>8}  this/base  same bits")
     ratios = []
-    for op, shape, layout, dtype in CASES:
-        calls = {k: case_call(m, op, shape, layout, dtype, args.threads) for k, m in builds.items()}
+    for case in make_cases(args.ops, args.dtypes, args.shapes, args.layouts):
+        case.make()
+        calls = {k: case_call(m, case, args.threads) for k, m in builds.items()}
         outs = {k: fn() for k, fn in calls.items()}
         pairs = zip(outs["base"], outs["this"], strict=True)
         same = all(np.array_equal(np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8)) for a, b in pairs)
@@ -107,9 +85,8 @@ def main() -> int:
                 times[k].append(burst_time(calls[k], 0.03, clock))
         ratio = statistics.median(t / b for t, b in zip(times["this"], times["base"], strict=True))
         ratios.append(ratio)
-        name = f"{op:7} {str(shape):18} {layout} {dtype}"
         base_ms, this_ms = (statistics.median(times[k]) * 1e3 for k in ("base", "this"))
-        print(f"{name:48} {base_ms:8.3f} {this_ms:8.3f}  {ratio:9.3f}  {same}")
+        print(f"{case.label:48} {base_ms:8.3f} {this_ms:8.3f}  {ratio:9.3f}  {same}")
     print(f"# this/base: median {statistics.median(ratios):.3f}, best {min(ratios):.3f}, worst {max(ratios):.3f}")
     return 0
 

@@ -7,7 +7,7 @@ thread waited for a core; what is left still moves with the cache and memory tra
 other processes, hence interleaved rounds and medians of per-round ratios, as in the bench.
 Both libraries run on one thread: this compares kernels, not the thread pools.
 
-    python benchmarks/bench_16bit_cpu.py [--rounds 9] [--ops forward,grad] [--layouts NCHW,NHWC]
+    python benchmarks/bench_16bit_cpu.py [--rounds 9] [--ops forward,grad] [--layouts NCHW,NHWC] [--shapes N,H,W,C;...]
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import sys
 import time
 
 import fbnops
-from fbnops.tools.bench.cases import LAYOUTS, SHAPES, make_cases
+from fbnops.tools.bench.arguments import add_case_arguments
+from fbnops.tools.bench.cases import make_cases
 from fbnops.tools.bench.peers import fbnops_call, has_module, torch_call
 
 REPEATS = 3  # calls per timed sample (the thread clock ticks coarsely on some kernels)
@@ -48,9 +49,7 @@ def paired(calls: dict, rounds: int) -> dict[str, list[float]]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=9)
-    p.add_argument("--ops", default="forward,grad")
-    p.add_argument("--dtypes", default="bfloat16,float16")
-    p.add_argument("--layouts", default=",".join(LAYOUTS))
+    add_case_arguments(p, ops=("forward", "grad"), dtypes=("bfloat16", "float16"))
     args = p.parse_args()
     if not has_module("torch"):
         print("PyTorch is not installed: nothing to compare with")
@@ -62,7 +61,7 @@ def main() -> int:
     print(f"# 1 thread each; thread CPU time; {args.rounds} interleaved rounds; load average {os.getloadavg()}")
     print(f"# {'case':44s} {'fbnops ms':>9s} {'torch ms':>9s} {'fbnops/torch':>12s}")
     ratios = []
-    cases = make_cases(args.ops.split(","), args.dtypes.split(","), SHAPES, args.layouts.split(","))
+    cases = make_cases(args.ops, args.dtypes, args.shapes, args.layouts)
     for case in cases:
         case.make()
         fn = torch_call(case)

@@ -16,7 +16,8 @@ import os
 import sys
 
 from fbnops.kernels import numba_backend
-from fbnops.tools.bench.cases import LAYOUTS, SHAPES, make_cases, parse_shapes
+from fbnops.tools.bench.arguments import add_case_arguments
+from fbnops.tools.bench.cases import make_cases
 from fbnops.tools.bench.peers import fbnops_call
 from fbnops.tools.bench.timing import interleaved, paired_ratio
 
@@ -26,17 +27,13 @@ GOAL = 1.5
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=7)
-    p.add_argument("--ops", default="grad,forward")
-    p.add_argument("--dtypes", default="float32,bfloat16,float16")
-    p.add_argument("--layouts", default=",".join(LAYOUTS))
-    p.add_argument("--shapes", default=None, help="N,H,W,C;... (default: the benchmark's shapes)")
+    add_case_arguments(p)
     args = p.parse_args()
-    shapes = parse_shapes(args.shapes) if args.shapes else SHAPES
     numba_backend.warm_up()  # compiled or loaded from the disk cache before any timing
     print(f"# {os.cpu_count()} cores, load average {os.getloadavg()}; {args.rounds} interleaved rounds")
     print(f"{'case':44s} {'cython ms':>10s} {'numba ms':>10s} {'numba/cython':>14s}")
     over = []
-    cases = make_cases(args.ops.split(","), args.dtypes.split(","), shapes, args.layouts.split(","))
+    cases = make_cases(args.ops, args.dtypes, args.shapes, args.layouts)
     for case in cases:
         case.make()
         s = interleaved({"cython": fbnops_call(case, "cython"), "numba": fbnops_call(case, "numba")}, args.rounds)

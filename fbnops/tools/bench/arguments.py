@@ -52,6 +52,15 @@ def _rounds(text: str) -> int:
     return n
 
 
+def add_case_arguments(p: argparse.ArgumentParser, ops=OPS, dtypes=DTYPES, layouts=LAYOUTS) -> None:
+    """--ops, --dtypes, --layouts and --shapes (validated lists; the defaults given): the cases
+    of the benchmark and of the scripts in benchmarks/, for fbnops.tools.bench.cases.make_cases."""
+    p.add_argument("--ops", type=_list(OPS), default=list(ops), help="grad,forward")
+    p.add_argument("--dtypes", type=_list(DTYPES), default=list(dtypes), help="float32,bfloat16,float16")
+    p.add_argument("--layouts", type=_list(ALL_LAYOUTS), default=list(layouts), help="NHWC,NCHW (also NDHWC,NCDHW)")
+    p.add_argument("--shapes", type=_shapes, default=SHAPES, metavar="N,H,W,C;...", help="default: 5 ResNet shapes")
+
+
 def add_arguments(p: argparse.ArgumentParser, threads: bool = True) -> None:
     p.add_argument(
         "--peers", default="auto", help=f"comma-separated, of {', '.join(PEERS)} (default: the installed ones)"
@@ -59,10 +68,7 @@ def add_arguments(p: argparse.ArgumentParser, threads: bool = True) -> None:
     rounds = p.add_mutually_exclusive_group()
     rounds.add_argument("--rounds", type=_rounds, help=f"interleaved rounds per case (default {DEFAULT_ROUNDS})")
     rounds.add_argument("--quick", action="store_true", help="3 rounds, float32 gradient only, no accuracy test")
-    p.add_argument("--ops", type=_list(OPS), default=list(OPS), help="grad,forward")
-    p.add_argument("--dtypes", type=_list(DTYPES), default=["float32", "bfloat16"], help="float32,bfloat16,float16")
-    p.add_argument("--layouts", type=_list(ALL_LAYOUTS), default=list(LAYOUTS), help="NHWC,NCHW (also NDHWC,NCDHW)")
-    p.add_argument("--shapes", type=_shapes, default=SHAPES, metavar="N,H,W,C;...", help="default: 5 ResNet shapes")
+    add_case_arguments(p, dtypes=("float32", "bfloat16"))
     if threads:
         p.add_argument("--threads", type=positive_int, help="kernel threads of every peer (default: fbnops' default)")
     p.add_argument("--json", metavar="FILE", help="write the results (and the machine) as JSON")
