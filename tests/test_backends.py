@@ -115,6 +115,29 @@ def test_numba_is_a_bitwise_twin_of_cython():
     assert not differ, f"{len(differ)} of {len(cases)} cases differ, e.g. {differ[:5]}"
 
 
+def test_numba_float64_totals_are_bitwise_cythons():
+    """The per-channel float64 totals, before any rounding to float32, on values from 2^-40 to
+    2^40: there the float64 fold of a channel's lanes is inexact, and the bits are equal only if
+    both backends fold in the same order (running totals lane j % 8, joined pairwise).  (On
+    data of one scale the fold is exact in any order, and the outputs cannot tell.)"""
+    extras.require_backend("cython")
+    extras.require_backend("numba")
+    from fbnops.kernels import stages
+
+    rng = np.random.default_rng(7)
+    for shape in [(3, 5, 1640), (5, 37, 49), (2, 512, 9)]:  # (outer, C, inner): large planes; blocks of 49, 9 lanes
+        for dtype in (np.float32, lock.DTYPES["bfloat16"]):
+            x, dy = (np.ldexp(rng.standard_normal(shape), rng.integers(-40, 40, shape)).astype(dtype) for _ in "ab")
+            mean = rng.standard_normal(shape[1]).astype(np.float32)
+            totals = {}
+            for name in ("cython", "numba"):
+                with fbnops.backend(name):
+                    totals[name] = [stages.sum_x(x), stages.sum_sq(x, mean), stages.sum_grad(x, dy, mean)]
+            for what, a, b in zip(("sum_x", "sum_sq", "sum_grad"), totals["cython"], totals["numba"], strict=True):
+                assert a.dtype == np.float64 and a.view(np.uint64).tolist() == b.view(np.uint64).tolist(), (
+                    shape, dtype, what)
+
+
 def test_numba_read_only_inputs_share_the_compiled_specialization():
     """Read-only and writeable inputs reach the Numba kernels typed alike (read-only views), so a
     caller's frozen arrays use what warm_up compiled and cached instead of compiling anew."""

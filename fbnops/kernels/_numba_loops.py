@@ -3,8 +3,8 @@
 
 The same program as the Cython kernels (``_cython/_loops.pxi`` and
 ``_batch_norm_impl.pxi``), line for line where it matters for the bits: float32
-lanes flushed to float64 every BLOCK_ROWS rows, per-channel sums folded in lane
-order, one apply formula.  Every region exists twice: parallel (``prange``), and a
+lanes flushed to float64 every BLOCK_ROWS rows, per-channel sums folded in eight
+running totals, one apply formula.  Every region exists twice: parallel (``prange``), and a
 serial twin compiled from the same source, used on one thread (no thread pool
 touched: small calls, and children forked after the parent ran parallel kernels).
 
@@ -25,7 +25,9 @@ from numba import njit, prange
 from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, tile
 from ._numba_rows import FASTMATH, _apply, _clear, _flush, _reduce, _runs
-from ._plan import Apply, Op, Reduce
+from ._plan import FOLD_WAYS, Apply, Op, Reduce
+
+assert FOLD_WAYS == 8, "_fold_run is written out for eight running totals"
 
 # ---------------------------------------------------------------------------------------
 # Items.  Channels-last: a range of folded rows.  Channels-first: (channel block, batch range).
@@ -56,24 +58,45 @@ def _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part):
     _flush(acc0, acc1, part[0], part[1])
 
 
+@njit(inline="always")
+def _fold_run(v, start, n):
+    """v[start:start + n] summed as the C kernels' fold_lanes does (no fastmath: as in C): lane j
+    into running total j % 8, the eight joined pairwise."""
+    t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = 0.0
+    j, end = start, start + n - n % FOLD_WAYS
+    while j < end:
+        t0 += v[j]
+        t1 += v[j + 1]
+        t2 += v[j + 2]
+        t3 += v[j + 3]
+        t4 += v[j + 4]
+        t5 += v[j + 5]
+        t6 += v[j + 6]
+        t7 += v[j + 7]
+        j += FOLD_WAYS
+    left = start + n - j  # (the last lanes, fewer than eight, to the first totals)
+    if left > 0:
+        t0 += v[j]
+    if left > 1:
+        t1 += v[j + 1]
+    if left > 2:
+        t2 += v[j + 2]
+    if left > 3:
+        t3 += v[j + 3]
+    if left > 4:
+        t4 += v[j + 4]
+    if left > 5:
+        t5 += v[j + 5]
+    if left > 6:
+        t6 += v[j + 6]
+    return ((t0 + t1) + (t2 + t3)) + ((t4 + t5) + (t6 + t7))
+
+
 @njit
 def _fold_lanes(mode, p0, p1, c, R, sums):
-    """Channel c's totals of lanes [c*R, (c+1)*R), summed in lane order (no fastmath: as in C);
-    a total the pass does not add to stays 0."""
-    t0 = 0.0
-    t1 = 0.0
-    if mode == Reduce.RED_GRAD:  # (both in one loop: their serial chains of adds overlap)
-        for j in range(c * R, (c + 1) * R):
-            t0 += p0[j]
-            t1 += p1[j]
-    elif mode == Reduce.RED_SUM:
-        for j in range(c * R, (c + 1) * R):
-            t0 += p0[j]
-    else:
-        for j in range(c * R, (c + 1) * R):
-            t1 += p1[j]
-    sums[0, c] = t0
-    sums[1, c] = t1
+    """Channel c's totals of lanes [c*R, (c+1)*R); a total the pass does not add to stays 0."""
+    sums[0, c] = _fold_run(p0, c * R, R) if mode != Reduce.RED_SQ else 0.0
+    sums[1, c] = _fold_run(p1, c * R, R) if mode != Reduce.RED_SUM else 0.0
 
 
 @njit(inline="always")

@@ -39,6 +39,7 @@ LANES = 512  # minimum row width: folded channels-last rows, channel blocks of s
 MAX_W = 2 * LANES  # widest channels-first row: a block of ceil(LANES / inner) planes
 BLOCK_ROWS = 128  # rows summed in float32 lanes before flushing into float64
 STRIP_PIECES = 8  # 16-bit reductions: rows of W lanes summed per load and store of the lane totals
+FOLD_WAYS = 8  # a channel's lane totals are folded in this many running totals (joined pairwise: fixed at 8)
 ROW_ITEM_ELEMS = 32768  # channels-last: target elements per item
 MAX_ROW_ITEMS = 64
 PLANE_ITEM_BYTES = 4 << 20  # channels-first: bytes of (x, dy) per item: about one L2
@@ -76,8 +77,8 @@ CONTRACT_ENUMS = (Op, Reduce, Apply)
 
 # Emitted into the Cython build as compile-time constants (array bounds need them).
 PXI_CONSTANTS = (
-    "LANES", "MAX_W", "BLOCK_ROWS", "STRIP_PIECES", "ROW_ITEM_ELEMS", "MAX_ROW_ITEMS", "PLANE_ITEM_BYTES", "MIN_ITEMS",
-    "STREAM_MIN_BYTES",
+    "LANES", "MAX_W", "BLOCK_ROWS", "STRIP_PIECES", "FOLD_WAYS", "ROW_ITEM_ELEMS", "MAX_ROW_ITEMS", "PLANE_ITEM_BYTES",
+    "MIN_ITEMS", "STREAM_MIN_BYTES",
 )  # fmt: skip
 CYTHON_DIR = Path(__file__).parent / "_cython"
 

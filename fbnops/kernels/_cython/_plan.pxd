@@ -5,6 +5,7 @@ cdef enum:
     MAX_W = 1024
     BLOCK_ROWS = 128
     STRIP_PIECES = 8
+    FOLD_WAYS = 8
     ROW_ITEM_ELEMS = 32768
     MAX_ROW_ITEMS = 64
     PLANE_ITEM_BYTES = 4194304
