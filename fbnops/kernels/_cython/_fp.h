@@ -110,13 +110,30 @@ static inline __m256 fb_load_bf16x8(const fb_bf16* p) {
 /* bfloat16 narrowing of 8 lanes, left in the upper 16 bits of each 32-bit lane: round to
  * nearest even (u + 0x7fff + lsb), or for a NaN the quiet bit set (u | 0x400000); the
  * caller shifts and packs.  Same bits as fb_f32_to_bf16. */
-static inline __m256i fb_bf16_round8(__m256 v) {
-    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff), quiet = _mm256_set1_epi32(0x400000);
+static inline __m256i fb_bf16_round8_numbers(__m256 v) { /* (no lane a NaN) */
+    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff);
     __m256i u = _mm256_castps_si256(v);
     __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
-    __m256i rounded = _mm256_add_epi32(_mm256_add_epi32(u, bias), lsb);
+    return _mm256_add_epi32(_mm256_add_epi32(u, bias), lsb);
+}
+
+static inline __m256i fb_bf16_round8(__m256 v) {
+    const __m256i quiet = _mm256_set1_epi32(0x400000);
     __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    return _mm256_blendv_epi8(rounded, _mm256_or_si256(u, quiet), nan);
+    return _mm256_blendv_epi8(fb_bf16_round8_numbers(v), _mm256_or_si256(_mm256_castps_si256(v), quiet), nan);
+}
+
+/* Two vectors rounded as fb_bf16_round8 rounds each: one compare and test for a NaN in either,
+ * and the NaN blends only then (NaNs are rare; the test costs less than two blends). */
+static inline void fb_bf16_round16(__m256 v0, __m256 v1, __m256i* r0, __m256i* r1) {
+    __m256 nan = _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q);
+    if (__builtin_expect(_mm256_testz_ps(nan, nan), 1)) {
+        *r0 = fb_bf16_round8_numbers(v0);
+        *r1 = fb_bf16_round8_numbers(v1);
+    } else {
+        *r0 = fb_bf16_round8(v0);
+        *r1 = fb_bf16_round8(v1);
+    }
 }
 
 static inline void fb_store_bf16x8(fb_bf16* p, __m256 v) {
@@ -128,7 +145,10 @@ static inline void fb_store_bf16x8(fb_bf16* p, __m256 v) {
 /* 16 lanes narrowed into one 32-byte store: one pack and one permute for two vectors (the
  * 8-lane forms above spend a pack, a permute and a store on each). */
 static inline void fb_store_bf16x16(fb_bf16* p, __m256 v0, __m256 v1) {
-    __m256i lo = _mm256_srli_epi32(fb_bf16_round8(v0), 16), hi = _mm256_srli_epi32(fb_bf16_round8(v1), 16);
+    __m256i lo, hi;
+    fb_bf16_round16(v0, v1, &lo, &hi);
+    lo = _mm256_srli_epi32(lo, 16);
+    hi = _mm256_srli_epi32(hi, 16);
     _mm256_storeu_si256((__m256i*)p, _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8));
 }
 
@@ -201,7 +221,7 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
     }
 /* bfloat16 with one channel's coefficients: 16 values per 32-byte load and store.  A 32-bit lane
  * holds two bfloat16 values, the even one in its lower half: shifted up, that one is a float;
- * masked, the odd one is.  Each set of 8 is computed and rounded in place (fb_bf16_round8) and
+ * masked, the odd one is.  Each set of 8 is computed and rounded in place (fb_bf16_round16) and
  * the two are blended back: no widening, packing or permuting shuffle.  The same operations on
  * every value as fb_apply8 and fb_store_bf16x16, so the same bits. */
 static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, __m256 A,
@@ -213,8 +233,9 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
                             _mm256_castsi256_ps(_mm256_slli_epi32(xb, 16)), A, B, K, m);
     __m256 odd = fb_apply8(mode, _mm256_castsi256_ps(_mm256_and_si256(xa, upper)),
                            _mm256_castsi256_ps(_mm256_and_si256(xb, upper)), A, B, K, m);
-    __m256i r = _mm256_blend_epi16(_mm256_srli_epi32(fb_bf16_round8(even), 16), fb_bf16_round8(odd), 0xAA);
-    _mm256_storeu_si256((__m256i*)out, r);
+    __m256i re, ro;
+    fb_bf16_round16(even, odd, &re, &ro);
+    _mm256_storeu_si256((__m256i*)out, _mm256_blend_epi16(_mm256_srli_epi32(re, 16), ro, 0xAA));
 }
 /* The 16-value steps of a run (one channel's coefficients): two vectors per narrowing store, or
  * bfloat16 pairs. */
@@ -291,7 +312,16 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
                     else fb_reduce1(mode, x, x, mode == FB_RED_SUM ? 0.0f : m[j], s0 + j, s1 + j);  \
                 }                                                                                   \
     }
-/* The mode made a constant, so that each strip compiles to one straight loop. */
+/* FN(mode, ...) with the mode made a constant, so that each mode compiles to its own straight
+ * loops (no test of the mode inside them). */
+#define FB_REDUCE_BY_MODE(FN, ...)                                                                  \
+    if (mode == FB_RED_SUM) FN(FB_RED_SUM, __VA_ARGS__);                                            \
+    else if (mode == FB_RED_SQ) FN(FB_RED_SQ, __VA_ARGS__);                                         \
+    else FN(FB_RED_GRAD, __VA_ARGS__);
+#define FB_APPLY_BY_MODE(FN, ...)                                                                   \
+    if (mode == FB_APPLY_A) FN(FB_APPLY_A, __VA_ARGS__);                                            \
+    else if (mode == FB_APPLY_B) FN(FB_APPLY_B, __VA_ARGS__);                                       \
+    else FN(FB_APPLY_FULL, __VA_ARGS__);
 #define FB_REDUCE_ROWS(T, NAME)                                                                     \
     static inline void fb_reduce_##NAME##_rows_in(int mode, const T* a, const T* b, ptrdiff_t nrows, \
                                                   ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,    \
@@ -303,9 +333,7 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
     static inline void fb_reduce_##NAME##_rows(int mode, const T* a, const T* b, ptrdiff_t nrows,   \
                                                ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,       \
                                                const float* m, float* s0, float* s1) {              \
-        if (mode == FB_RED_SUM) fb_reduce_##NAME##_rows_in(FB_RED_SUM, a, b, nrows, stride, span, W, m, s0, s1); \
-        else if (mode == FB_RED_SQ) fb_reduce_##NAME##_rows_in(FB_RED_SQ, a, b, nrows, stride, span, W, m, s0, s1); \
-        else fb_reduce_##NAME##_rows_in(FB_RED_GRAD, a, b, nrows, stride, span, W, m, s0, s1);      \
+        FB_REDUCE_BY_MODE(fb_reduce_##NAME##_rows_in, a, b, nrows, stride, span, W, m, s0, s1)      \
     }
 #define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1, RUN16)                           \
     FB_STRIP(T, NAME, LOAD8, 8)                                                                     \
@@ -329,16 +357,25 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
             else fb_reduce1(mode, x, x, mode == FB_RED_SUM ? 0.0f : m[i], s0 + i, s1 + i);          \
         }                                                                                           \
     }                                                                                               \
+    static inline __attribute__((always_inline)) void fb_apply_##NAME##_row_in(                     \
+        int mode, const T* a, const T* b, T* out, ptrdiff_t n, const float* A, const float* B,      \
+        const float* K, const float* m) {                                                           \
+        FB_APPLY_LOOP(LOAD8, STORE8, STORE16, LOAD1, STORE1, FB_LANE8, FB_LANE1)                    \
+    }                                                                                               \
     static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
                                              const float* A, const float* B, const float* K,        \
                                              const float* m) {                                      \
-        FB_APPLY_LOOP(LOAD8, STORE8, STORE16, LOAD1, STORE1, FB_LANE8, FB_LANE1)                    \
+        FB_APPLY_BY_MODE(fb_apply_##NAME##_row_in, a, b, out, n, A, B, K, m)                        \
     }                                                                                               \
-    static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
-                                             float A, float B, float K, float m) {                  \
+    static inline __attribute__((always_inline)) void fb_apply_##NAME##_run_in(                     \
+        int mode, const T* a, const T* b, T* out, ptrdiff_t n, float A, float B, float K, float m) { \
         ptrdiff_t i = 0;                                                                            \
         RUN16(LOAD8, STORE16)                                                                       \
         FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, FB_CHANNEL8, FB_CHANNEL1)                       \
+    }                                                                                               \
+    static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
+                                             float A, float B, float K, float m) {                  \
+        FB_APPLY_BY_MODE(fb_apply_##NAME##_run_in, a, b, out, n, A, B, K, m)                        \
     }
 #else
 #define FB_HALF_ROWS 0
