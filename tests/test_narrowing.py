@@ -16,6 +16,7 @@ import pytest
 
 from fbnops.kernels._cython import _tools
 from fbnops.kernels._cython import batch_norm as baseline
+from fbnops.testing import extras
 
 
 def _builds():
@@ -95,3 +96,25 @@ def test_bf16_runs_round_as_the_portable_build(gamma):
         for build in (baseline, v3)
     ]
     np.testing.assert_array_equal(outs[1], outs[0])
+
+
+@pytest.mark.parametrize("gamma", [1.0, 1.00390625, 0.7071068, 3.0e38])
+def test_numba_bf16_runs_round_as_the_portable_build(gamma):
+    """The Numba backend's runs narrow bfloat16 two values to a 32-bit word too: every bit pattern
+    through the frozen gradient (A * dy) and the inference forward (B * (x - m) + K), at an odd
+    run length (the last value alone), as the portable Cython build writes them."""
+    extras.require_backend("numba")
+    from fbnops.kernels import numba_backend
+
+    values = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(ml_dtypes.bfloat16)
+    t = np.concatenate([values, values[:1]]).reshape(1, 1, -1)  # (an odd length)
+    scale, mean, var, offset = (np.array([v], np.float32) for v in (gamma, 0.25, 0.999, -0.5))
+    for build in (baseline, numba_backend):
+        kw = {"num_threads": 1} if build is baseline else {}
+        grad = build.batch_norm_grad(np.zeros_like(t), t, scale, mean, var, epsilon=1e-3, is_training=False, **kw)
+        fwd = build.batch_norm(t, scale, offset, mean, var, epsilon=1e-3, is_training=False, **kw)
+        if build is baseline:
+            want = grad[0].view(np.uint16), fwd[0].view(np.uint16)
+        else:
+            np.testing.assert_array_equal(grad[0].view(np.uint16), want[0])
+            np.testing.assert_array_equal(fwd[0].view(np.uint16), want[1])

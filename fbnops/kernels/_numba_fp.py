@@ -110,6 +110,32 @@ def _f32_to_bf16(f):
     return np.uint16((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
 
 
+# (Numba widens integer arithmetic to 64 bits; the np.uint32 casts keep every step in 32-bit
+# lanes, which LLVM then vectorizes eight to a vector instead of four.)
+@njit(inline="always")
+def _bf16_round_high(u):
+    """_f32_to_bf16's bits left in the upper half of the word (the lower half is not cleared)."""
+    nan = np.uint32(u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    rounded = np.uint32(np.uint32(u + np.uint32(0x7FFF)) + np.uint32(np.uint32(u >> np.uint32(16)) & np.uint32(1)))
+    return np.uint32(u | np.uint32(0x400000)) if nan else rounded
+
+
+@njit(inline="always")
+def _bf16_pair(w_even_high, w_odd_high):
+    """One 32-bit word of two bfloat16 results: the even value (rounded) low, the odd one high."""
+    return np.uint32(np.uint32(w_even_high >> np.uint32(16)) | np.uint32(w_odd_high & np.uint32(0xFFFF0000)))
+
+
+def pairs_of(a):
+    """True for bfloat16 bits (int16): their words hold two values each (see _apply_run_pairs)."""
+
+
+@overload(pairs_of, inline="always")
+def _pairs_of_impl(a):
+    value = a.dtype == types.int16
+    return lambda a: value
+
+
 def _load(a, i):
     """Element i of a storage array as float32 (specialized per dtype at compile time)."""
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from types import FunctionType
 
+import numpy as np
 from numba import njit
 
-from ._numba_fp import _load, _store
+from ._numba_fp import _bf16_pair, _bf16_round_high, _bits_from_f32, _f32_from_bits, _load, _store, pairs_of
 from ._plan import BLOCK_ROWS, Apply, Reduce
 
 MODE = -1  # the mode a sweep is compiled for: each compiled twin binds its own (see _per_mode)
@@ -123,7 +124,29 @@ def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt):
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def _apply_run(a, b, out, amode, start, L, A, B, K, m):
+def _apply_run_pairs(wa, wb, wo, amode, start, n2, A, B, K, m):
+    """bfloat16 runs two values to a 32-bit word (wa, wb, wo: the arrays' words; start, n2: the
+    run's first word and its length in words), as _fp.h's fb_apply_bf16_pairs: the even value
+    shifted up and the odd one masked are float32s; each is computed by the same formula and
+    rounded by the same bits, then the two go back into one word (no widening or packing)."""
+    ra, rb, ro = wa[start : start + n2], wb[start : start + n2], wo[start : start + n2]
+    high = np.uint32(0xFFFF0000)
+    for i in range(n2):
+        if amode == Apply.APPLY_FULL:
+            xe, xo = _f32_from_bits(np.uint32(ra[i] << np.uint32(16))), _f32_from_bits(np.uint32(ra[i] & high))
+            ge, go = _f32_from_bits(np.uint32(rb[i] << np.uint32(16))), _f32_from_bits(np.uint32(rb[i] & high))
+            ye, yo = A * ((ge + K) + B * (xe - m)), A * ((go + K) + B * (xo - m))
+        elif amode == Apply.APPLY_B:
+            ye = A * _f32_from_bits(np.uint32(rb[i] << np.uint32(16)))
+            yo = A * _f32_from_bits(np.uint32(rb[i] & high))
+        else:
+            xe, xo = _f32_from_bits(np.uint32(ra[i] << np.uint32(16))), _f32_from_bits(np.uint32(ra[i] & high))
+            ye, yo = B * (xe - m) + K, B * (xo - m) + K
+        ro[i] = _bf16_pair(_bf16_round_high(_bits_from_f32(ye)), _bf16_round_high(_bits_from_f32(yo)))
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _apply_run_values(a, b, out, amode, start, L, A, B, K, m):
     ra = a[start : start + L]
     rb = b[start : start + L]
     ro = out[start : start + L]
@@ -170,8 +193,17 @@ def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt):
 
 
 def _apply_runs(a, b, out, base, stride, count, L, A, B, K, m):
+    if pairs_of(a) and base % 2 == 0 and stride % 2 == 0:  # bfloat16 runs that start on a word
+        n = a.shape[0] - a.shape[0] % 2
+        wa, wb, wo = a[:n].view(np.uint32), b[:n].view(np.uint32), out[:n].view(np.uint32)
+        for k in range(count):
+            start = base + k * stride
+            _apply_run_pairs(wa, wb, wo, MODE, start // 2, L // 2, A, B, K, m)
+            if L % 2:  # (an odd last value alone)
+                _apply_run_values(a, b, out, MODE, start + L - 1, 1, A, B, K, m)
+        return
     for k in range(count):
-        _apply_run(a, b, out, MODE, base + k * stride, L, A, B, K, m)
+        _apply_run_values(a, b, out, MODE, base + k * stride, L, A, B, K, m)
 
 
 def _per_mode(fn, modes):
