@@ -135,7 +135,10 @@ def test_numba_float64_totals_are_bitwise_cythons():
                     totals[name] = [stages.sum_x(x), stages.sum_sq(x, mean), stages.sum_grad(x, dy, mean)]
             for what, a, b in zip(("sum_x", "sum_sq", "sum_grad"), totals["cython"], totals["numba"], strict=True):
                 assert a.dtype == np.float64 and a.view(np.uint64).tolist() == b.view(np.uint64).tolist(), (
-                    shape, dtype, what)
+                    shape,
+                    dtype,
+                    what,
+                )
 
 
 def test_numba_read_only_inputs_share_the_compiled_specialization():
