@@ -30,7 +30,7 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport sqrt
-from cpython.mem cimport PyMem_RawCalloc, PyMem_RawFree
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.string cimport memcpy
 
 from ._fp cimport NarrowRuns, fb_bf16, fb_half, fb_narrow_bf16_run, fb_narrow_half_run, load, storage_t, store
