@@ -145,6 +145,41 @@ def _apply_run_pairs(wa, wb, wo, amode, start, n2, A, B, K, m):
         ro[i] = _bf16_pair(_bf16_round_high(_bits_from_f32(ye)), _bf16_round_high(_bits_from_f32(yo)))
 
 
+@njit(inline="always")
+def _split_tiles(W, At, Bt, Kt, mt):
+    """The tiles of lanes p + 2i (even) and p + 2i + 1 (odd), for pairs starting at lane parity p:
+    split[p][t] is tile t (A, B, K, m) of the even lanes, split[p][4 + t] of the odd ones."""
+    split = np.empty((2, 8, W // 2 + 1), np.float32)
+    for p in range(2):
+        for t, tile in enumerate((At, Bt, Kt, mt)):
+            even, odd = split[p, t], split[p, 4 + t]
+            for i in range((W - p) // 2):  # (lane p + 2i + 1 < W for every i here)
+                even[i] = tile[p + 2 * i]
+                odd[i] = tile[p + 2 * i + 1]
+    return split
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _apply_tile_pairs(wa, wb, wo, amode, start, n2, t):
+    """_apply_run_pairs with per-lane tiles, already split into even and odd lanes (t, see _split_tiles)."""
+    ra, rb, ro = wa[start : start + n2], wb[start : start + n2], wo[start : start + n2]
+    Ae, Be, Ke, me, Ao, Bo, Ko, mo = t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]
+    high = np.uint32(0xFFFF0000)
+    for i in range(n2):
+        if amode == Apply.APPLY_FULL:
+            xe, xo = _f32_from_bits(np.uint32(ra[i] << np.uint32(16))), _f32_from_bits(np.uint32(ra[i] & high))
+            ge, go = _f32_from_bits(np.uint32(rb[i] << np.uint32(16))), _f32_from_bits(np.uint32(rb[i] & high))
+            ye = Ae[i] * ((ge + Ke[i]) + Be[i] * (xe - me[i]))
+            yo = Ao[i] * ((go + Ko[i]) + Bo[i] * (xo - mo[i]))
+        elif amode == Apply.APPLY_B:
+            ye = Ae[i] * _f32_from_bits(np.uint32(rb[i] << np.uint32(16)))
+            yo = Ao[i] * _f32_from_bits(np.uint32(rb[i] & high))
+        else:
+            xe, xo = _f32_from_bits(np.uint32(ra[i] << np.uint32(16))), _f32_from_bits(np.uint32(ra[i] & high))
+            ye, yo = Be[i] * (xe - me[i]) + Ke[i], Bo[i] * (xo - mo[i]) + Ko[i]
+        ro[i] = _bf16_pair(_bf16_round_high(_bits_from_f32(ye)), _bf16_round_high(_bits_from_f32(yo)))
+
+
 @njit(inline="always", fastmath=FASTMATH)
 def _apply_run_values(a, b, out, amode, start, L, A, B, K, m):
     ra = a[start : start + L]
@@ -187,6 +222,25 @@ def _reduce_sweep(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nro
 
 
 def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt):
+    if pairs_of(a):  # bfloat16: two values to a word, as in _apply_runs, with the tiles split by lane parity
+        n = a.shape[0] - a.shape[0] % 2
+        wa, wb, wo = a[:n].view(np.uint32), b[:n].view(np.uint32), out[:n].view(np.uint32)
+        split = _split_tiles(W, At, Bt, Kt, mt)
+        for k in range(count):
+            pos, stop = base + k * stride, base + k * stride + span
+            while pos < stop:  # a row of W lanes: a lone first value if it starts mid-word, pairs, a lone last
+                L = min(W, stop - pos)
+                j0 = pos % 2
+                npairs = (L - j0) // 2
+                if j0:
+                    _apply_span(a, b, out, MODE, pos, pos + 1, 1, At, Bt, Kt, mt)
+                _apply_tile_pairs(wa, wb, wo, MODE, (pos + j0) // 2, npairs, split[j0])
+                last = j0 + 2 * npairs
+                if last < L:
+                    _apply_span(a, b, out, MODE, pos + last, pos + last + 1, 1,
+                                At[last:], Bt[last:], Kt[last:], mt[last:])  # fmt: skip
+                pos += W
+        return
     for k in range(count):
         start = base + k * stride
         _apply_span(a, b, out, MODE, start, start + span, W, At, Bt, Kt, mt)

@@ -36,7 +36,7 @@ cdef extern from "_fp.h" nogil:
     # floats narrowed as the kernels' applies store them (reached by the tests through NARROW_RUNS)
     void fb_narrow_half_run(const float* v, fb_half* out, Py_ssize_t n)
     void fb_narrow_bf16_run(const float* v, fb_bf16* out, Py_ssize_t n)
-    # outputs larger than the caches: rows copied out with non-temporal stores (see _fp.h)
+    # outputs larger than the caches: rows copied out with non-temporal stores (see _stream.h, which _fp.h includes)
     void fb_stream_copy(void* dst, const void* src, Py_ssize_t nbytes)
     void fb_stream_fence()
 

@@ -133,7 +133,7 @@ cdef inline void apply_run(Apply mode, const storage_t* a, const storage_t* b, s
 cdef inline void apply_rows_streamed(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
                                      Py_ssize_t nrows, Py_ssize_t W, const float* A, const float* B,
                                      const float* K, const float* m) noexcept nogil:
-    """apply_rows into an L1 buffer, copied out with non-temporal stores (see _fp.h)."""
+    """apply_rows into an L1 buffer, copied out with non-temporal stores (see _stream.h)."""
     cdef float buf[MAX_W]  # (storage_t is at most 4 bytes)
     cdef Py_ssize_t r, j, n
     for r in range(nrows):
