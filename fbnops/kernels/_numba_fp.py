@@ -102,22 +102,20 @@ def _bf16_to_f32(h):
     return _f32_from_bits(np.uint32(h) << np.uint32(16))
 
 
-@njit(inline="always")
-def _f32_to_bf16(f):
-    u = _bits_from_f32(f)
-    if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
-        return np.uint16((u >> np.uint32(16)) | np.uint32(0x40))
-    return np.uint16((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
-
-
 # (Numba widens integer arithmetic to 64 bits; the np.uint32 casts keep every step in 32-bit
 # lanes, which LLVM then vectorizes eight to a vector instead of four.)
 @njit(inline="always")
 def _bf16_round_high(u):
-    """_f32_to_bf16's bits left in the upper half of the word (the lower half is not cleared)."""
+    """The bfloat16 rounding of float32 bits u, left in the upper half of the word (the lower half
+    is not cleared): round to nearest even, or for a NaN the quiet bit set."""
     nan = np.uint32(u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
     rounded = np.uint32(np.uint32(u + np.uint32(0x7FFF)) + np.uint32(np.uint32(u >> np.uint32(16)) & np.uint32(1)))
     return np.uint32(u | np.uint32(0x400000)) if nan else rounded
+
+
+@njit(inline="always")
+def _f32_to_bf16(f):
+    return np.uint16(_bf16_round_high(_bits_from_f32(f)) >> np.uint32(16))
 
 
 @njit(inline="always")
