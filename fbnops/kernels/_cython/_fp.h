@@ -97,6 +97,15 @@ static inline fb_half fb_f32_to_half(float f) {
 /* 8 lanes widened and narrowed.  float16: the F16C instructions.  bfloat16: widening is a
  * zero-extend and a shift; narrowing is fb_f32_to_bf16's rounding (nearest even, NaN ->
  * quiet NaN of the same sign) on 8 lanes, then a pack. */
+/* float32 rows through the same row functions (the forward's apply, two rows per load of its
+ * tiles): loads and stores as they are. */
+static inline __m256 fb_load_f32x8(const float* p) { return _mm256_loadu_ps(p); }
+static inline void fb_store_f32x8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+static inline void fb_store_f32x16(float* p, __m256 v0, __m256 v1) {
+    _mm256_storeu_ps(p, v0);
+    _mm256_storeu_ps(p + 8, v1);
+}
+static inline float fb_f32_same(float v) { return v; }
 static inline __m256 fb_load_half8(const fb_half* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
 static inline void fb_store_half8(fb_half* p, __m256 v) {
     _mm_storeu_si128((__m128i*)p, _mm256_cvtps_ph(v, _MM_FROUND_CUR_DIRECTION));
@@ -157,244 +166,10 @@ static inline void fb_store_half16(fb_half* p, __m256 v0, __m256 v1) {
     __m128i lo = _mm256_cvtps_ph(v0, _MM_FROUND_CUR_DIRECTION), hi = _mm256_cvtps_ph(v1, _MM_FROUND_CUR_DIRECTION);
     _mm256_storeu_si256((__m256i*)p, _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
 }
-
-/* The float32 loops' operations in their order and with GCC's contractions, so the same
- * bits as the float32 loops on widened rows (dy: the gradient lanes, b).  Reduce modes:
- * FB_RED_GRAD (s0 + dy; fma(a - m, dy, s1)), FB_RED_SUM (s0 + a), FB_RED_SQ (fma(d, d, s1)).
- * Apply modes: FB_APPLY_FULL (A * fma(B, a - m, dy + K)), FB_APPLY_B (A * dy), FB_APPLY_A
- * (fma(B, a - m, K)). */
-static inline void fb_reduce8(int mode, __m256 x, __m256 dy, __m256 m, float* s0, float* s1) {
-    if (mode == FB_RED_GRAD) {
-        _mm256_storeu_ps(s0, _mm256_add_ps(_mm256_loadu_ps(s0), dy));
-        _mm256_storeu_ps(s1, _mm256_fmadd_ps(_mm256_sub_ps(x, m), dy, _mm256_loadu_ps(s1)));
-    } else if (mode == FB_RED_SUM) {
-        _mm256_storeu_ps(s0, _mm256_add_ps(_mm256_loadu_ps(s0), x));
-    } else {
-        __m256 d = _mm256_sub_ps(x, m);
-        _mm256_storeu_ps(s1, _mm256_fmadd_ps(d, d, _mm256_loadu_ps(s1)));
-    }
-}
-
-static inline void fb_reduce1(int mode, float x, float dy, float m, float* s0, float* s1) {
-    if (mode == FB_RED_GRAD) {
-        *s0 += dy;
-        *s1 = __builtin_fmaf(x - m, dy, *s1);
-    } else if (mode == FB_RED_SUM) {
-        *s0 += x;
-    } else {
-        *s1 = __builtin_fmaf(x - m, x - m, *s1);
-    }
-}
-
-static inline __m256 fb_apply8(int mode, __m256 x, __m256 dy, __m256 A, __m256 B, __m256 K, __m256 m) {
-    if (mode == FB_APPLY_FULL) return _mm256_mul_ps(A, _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), _mm256_add_ps(dy, K)));
-    if (mode == FB_APPLY_B) return _mm256_mul_ps(A, dy);
-    return _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), K);
-}
-
-static inline float fb_apply1(int mode, float x, float dy, float A, float B, float K, float m) {
-    if (mode == FB_APPLY_FULL) return A * __builtin_fmaf(B, x - m, dy + K);
-    if (mode == FB_APPLY_B) return A * dy;
-    return __builtin_fmaf(B, x - m, K);
-}
-
-/* The row functions of one 16-bit type T, 8 lanes at a time (applies: 16, two vectors per
- * narrowing store, then 8), then the tail element by
- * element: fb_reduce_NAME_row (a row of n lanes into the lane accumulators s0, s1),
- * fb_apply_NAME_row (per-lane coefficients) and fb_apply_NAME_run (one channel's). */
-#define FB_APPLY8(LOAD8, COEF8, j)                                                                  \
-    fb_apply8(mode, mode == FB_APPLY_B ? _mm256_setzero_ps() : LOAD8(a + (j)),                      \
-              mode == FB_APPLY_A ? _mm256_setzero_ps() : LOAD8(b + (j)), COEF8(A, j), COEF8(B, j),  \
-              COEF8(K, j), COEF8(m, j))
-#define FB_APPLY_LOOP(LOAD8, STORE8, STORE16, LOAD1, STORE1, COEF8, COEF1)                          \
-    ptrdiff_t i = 0;                                                                                \
-    for (; i + 16 <= n; i += 16) /* two vectors per narrowing store */                              \
-        STORE16(out + i, FB_APPLY8(LOAD8, COEF8, i), FB_APPLY8(LOAD8, COEF8, i + 8));               \
-    FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, COEF8, COEF1)
-/* From i on: 8 lanes at a time, then one by one. */
-#define FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, COEF8, COEF1)                                   \
-    for (; i + 8 <= n; i += 8)                                                                      \
-        STORE8(out + i, FB_APPLY8(LOAD8, COEF8, i));                                                \
-    for (; i < n; i++) {                                                                            \
-        float x = mode == FB_APPLY_B ? 0.0f : LOAD1(a[i]), dy = mode == FB_APPLY_A ? 0.0f : LOAD1(b[i]); \
-        out[i] = STORE1(fb_apply1(mode, x, dy, COEF1(A, i), COEF1(B, i), COEF1(K, i), COEF1(m, i))); \
-    }
-/* bfloat16 with one channel's coefficients: 16 values per 32-byte load and store.  A 32-bit lane
- * holds two bfloat16 values, the even one in its lower half: shifted up, that one is a float;
- * masked, the odd one is.  Each set of 8 is computed and rounded in place (fb_bf16_round16) and
- * the two are blended back: no widening, packing or permuting shuffle.  The same operations on
- * every value as fb_apply8 and fb_store_bf16x16, so the same bits. */
-static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, __m256 A,
-                                       __m256 B, __m256 K, __m256 m) {
-    const __m256i upper = _mm256_set1_epi32((int)0xffff0000u);
-    __m256i xa = mode == FB_APPLY_B ? _mm256_setzero_si256() : _mm256_loadu_si256((const __m256i*)a);
-    __m256i xb = mode == FB_APPLY_A ? _mm256_setzero_si256() : _mm256_loadu_si256((const __m256i*)b);
-    __m256 even = fb_apply8(mode, _mm256_castsi256_ps(_mm256_slli_epi32(xa, 16)),
-                            _mm256_castsi256_ps(_mm256_slli_epi32(xb, 16)), A, B, K, m);
-    __m256 odd = fb_apply8(mode, _mm256_castsi256_ps(_mm256_and_si256(xa, upper)),
-                           _mm256_castsi256_ps(_mm256_and_si256(xb, upper)), A, B, K, m);
-    __m256i re, ro;
-    fb_bf16_round16(even, odd, &re, &ro);
-    _mm256_storeu_si256((__m256i*)out, _mm256_blend_epi16(_mm256_srli_epi32(re, 16), ro, 0xAA));
-}
-/* The 16-value steps of a run (one channel's coefficients): two vectors per narrowing store, or
- * bfloat16 pairs. */
-#define FB_RUN16_VECTORS(LOAD8, STORE16)                                                            \
-    for (; i + 16 <= n; i += 16)                                                                    \
-        STORE16(out + i, FB_APPLY8(LOAD8, FB_CHANNEL8, i), FB_APPLY8(LOAD8, FB_CHANNEL8, i + 8));
-#define FB_RUN16_PAIRS(LOAD8, STORE16)                                                              \
-    {                                                                                               \
-        const __m256 vA = _mm256_set1_ps(A), vB = _mm256_set1_ps(B), vK = _mm256_set1_ps(K), vm = _mm256_set1_ps(m); \
-        for (; i + 16 <= n; i += 16) fb_apply_bf16_pairs(mode, a + i, b + i, out + i, vA, vB, vK, vm); \
-    }
-#define FB_LANE8(v, i) _mm256_loadu_ps((v) + (i))
-#define FB_LANE1(v, i) (v)[i]
-#define FB_CHANNEL8(v, i) _mm256_set1_ps(v)
-#define FB_CHANNEL1(v, i) (v)
-/* Reductions of many rows at once, each lane's float32 total kept in a register for the whole
- * call (loaded and stored once, not once per row).  nrows rows, `stride` elements apart; a row is
- * `span` elements folded onto W lanes: lane j takes elements j, j + W, j + 2W, ... below span,
- * row after row.  That is exactly the adds of the one-row loop run on each W-lane piece in turn
- * (same operations, same order per lane), so the same bits.  A strip of NV vectors is summed
- * over every row before the next strip: NV independent add chains hide the add latency. */
-#define FB_STRIP(T, NAME, LOAD8, NV)                                                                \
-    static inline __attribute__((always_inline)) void fb_strip_##NAME##_##NV(                       \
-        int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, ptrdiff_t q,            \
-        ptrdiff_t W, const float* m, float* s0, float* s1) {                                        \
-        __m256 u[NV], v[NV];                                                                        \
-        for (int k = 0; k < NV; k++) { /* (only the totals the mode adds to) */                     \
-            if (mode != FB_RED_SQ) u[k] = _mm256_loadu_ps(s0 + 8 * k);                              \
-            if (mode != FB_RED_SUM) v[k] = _mm256_loadu_ps(s1 + 8 * k);                             \
-        }                                                                                           \
-        for (ptrdiff_t r = 0; r < nrows; r++)                                                       \
-            for (ptrdiff_t piece = 0; piece < q; piece++) {                                         \
-                const T* x = a + r * stride + piece * W;                                            \
-                const T* g = b + r * stride + piece * W;                                            \
-                for (int k = 0; k < NV; k++) {                                                      \
-                    __m256 xv = LOAD8(x + 8 * k);                                                   \
-                    if (mode == FB_RED_SUM) u[k] = _mm256_add_ps(u[k], xv);                         \
-                    else if (mode == FB_RED_SQ) {                                                   \
-                        __m256 d = _mm256_sub_ps(xv, _mm256_loadu_ps(m + 8 * k));                   \
-                        v[k] = _mm256_fmadd_ps(d, d, v[k]);                                         \
-                    } else {                                                                        \
-                        __m256 dy = LOAD8(g + 8 * k);                                               \
-                        u[k] = _mm256_add_ps(u[k], dy);                                             \
-                        v[k] = _mm256_fmadd_ps(_mm256_sub_ps(xv, _mm256_loadu_ps(m + 8 * k)), dy, v[k]); \
-                    }                                                                               \
-                }                                                                                   \
-            }                                                                                       \
-        for (int k = 0; k < NV; k++) {                                                              \
-            if (mode != FB_RED_SQ) _mm256_storeu_ps(s0 + 8 * k, u[k]);                              \
-            if (mode != FB_RED_SUM) _mm256_storeu_ps(s1 + 8 * k, v[k]);                             \
-        }                                                                                           \
-    }
-/* Lanes [j0, j1), each taking q pieces a row: strips of 8 vectors (4 with two totals a lane),
- * then single vectors, then the last lanes one at a time (fb_reduce1: the same operations). */
-#define FB_STRIP_RANGE(T, NAME, LOAD1)                                                              \
-    static inline __attribute__((always_inline)) void fb_strip_range_##NAME(                        \
-        int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, ptrdiff_t q,            \
-        ptrdiff_t W, ptrdiff_t j0, ptrdiff_t j1, const float* m, float* s0, float* s1) {            \
-        ptrdiff_t j = j0;                                                                           \
-        if (mode == FB_RED_GRAD)                                                                    \
-            for (; j + 32 <= j1; j += 32)                                                           \
-                fb_strip_##NAME##_4(mode, a + j, b + j, nrows, stride, q, W, m + j, s0 + j, s1 + j); \
-        else                                                                                        \
-            for (; j + 64 <= j1; j += 64)                                                           \
-                fb_strip_##NAME##_8(mode, a + j, b + j, nrows, stride, q, W, m + j, s0 + j, s1 + j); \
-        for (; j + 8 <= j1; j += 8)                                                                 \
-            fb_strip_##NAME##_1(mode, a + j, b + j, nrows, stride, q, W, m + j, s0 + j, s1 + j);     \
-        for (; j < j1; j++)                                                                         \
-            for (ptrdiff_t r = 0; r < nrows; r++)                                                   \
-                for (ptrdiff_t piece = 0; piece < q; piece++) {                                     \
-                    ptrdiff_t at = r * stride + piece * W + j;                                      \
-                    float x = LOAD1(a[at]);                                                         \
-                    if (mode == FB_RED_GRAD) fb_reduce1(FB_RED_GRAD, x, LOAD1(b[at]), m[j], s0 + j, s1 + j); \
-                    else fb_reduce1(mode, x, x, mode == FB_RED_SUM ? 0.0f : m[j], s0 + j, s1 + j);  \
-                }                                                                                   \
-    }
-/* FN(mode, ...) with the mode made a constant, so that each mode compiles to its own straight
- * loops (no test of the mode inside them). */
-#define FB_REDUCE_BY_MODE(FN, ...)                                                                  \
-    if (mode == FB_RED_SUM) FN(FB_RED_SUM, __VA_ARGS__);                                            \
-    else if (mode == FB_RED_SQ) FN(FB_RED_SQ, __VA_ARGS__);                                         \
-    else FN(FB_RED_GRAD, __VA_ARGS__);
-#define FB_APPLY_BY_MODE(FN, ...)                                                                   \
-    if (mode == FB_APPLY_A) FN(FB_APPLY_A, __VA_ARGS__);                                            \
-    else if (mode == FB_APPLY_B) FN(FB_APPLY_B, __VA_ARGS__);                                       \
-    else FN(FB_APPLY_FULL, __VA_ARGS__);
-#define FB_REDUCE_ROWS(T, NAME)                                                                     \
-    static inline void fb_reduce_##NAME##_rows_in(int mode, const T* a, const T* b, ptrdiff_t nrows, \
-                                                  ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,    \
-                                                  const float* m, float* s0, float* s1) {           \
-        ptrdiff_t q = (span + W - 1) / W, last = span - (q - 1) * W; /* lanes below last: q pieces */ \
-        fb_strip_range_##NAME(mode, a, b, nrows, stride, q, W, 0, last, m, s0, s1);                 \
-        if (q > 1) fb_strip_range_##NAME(mode, a, b, nrows, stride, q - 1, W, last, W, m, s0, s1);  \
-    }                                                                                               \
-    static inline void fb_reduce_##NAME##_rows(int mode, const T* a, const T* b, ptrdiff_t nrows,   \
-                                               ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,       \
-                                               const float* m, float* s0, float* s1) {              \
-        FB_REDUCE_BY_MODE(fb_reduce_##NAME##_rows_in, a, b, nrows, stride, span, W, m, s0, s1)      \
-    }
-#define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1, RUN16)                           \
-    FB_STRIP(T, NAME, LOAD8, 8)                                                                     \
-    FB_STRIP(T, NAME, LOAD8, 4)                                                                     \
-    FB_STRIP(T, NAME, LOAD8, 1)                                                                     \
-    FB_STRIP_RANGE(T, NAME, LOAD1)                                                                  \
-    FB_REDUCE_ROWS(T, NAME)                                                                         \
-    static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,        \
-                                              const float* m, float* s0, float* s1) {               \
-        ptrdiff_t i = 0; /* (each mode loads only what it uses: dy and the centre tile) */          \
-        for (; i + 8 <= n; i += 8) {                                                                \
-            __m256 x = LOAD8(a + i);                                                                \
-            if (mode == FB_RED_GRAD)                                                                \
-                fb_reduce8(FB_RED_GRAD, x, LOAD8(b + i), _mm256_loadu_ps(m + i), s0 + i, s1 + i);   \
-            else if (mode == FB_RED_SUM) fb_reduce8(FB_RED_SUM, x, x, x, s0 + i, s1 + i);           \
-            else fb_reduce8(FB_RED_SQ, x, x, _mm256_loadu_ps(m + i), s0 + i, s1 + i);               \
-        }                                                                                           \
-        for (; i < n; i++) {                                                                        \
-            float x = LOAD1(a[i]);                                                                  \
-            if (mode == FB_RED_GRAD) fb_reduce1(FB_RED_GRAD, x, LOAD1(b[i]), m[i], s0 + i, s1 + i); \
-            else fb_reduce1(mode, x, x, mode == FB_RED_SUM ? 0.0f : m[i], s0 + i, s1 + i);          \
-        }                                                                                           \
-    }                                                                                               \
-    static inline __attribute__((always_inline)) void fb_apply_##NAME##_row_in(                     \
-        int mode, const T* a, const T* b, T* out, ptrdiff_t n, const float* A, const float* B,      \
-        const float* K, const float* m) {                                                           \
-        FB_APPLY_LOOP(LOAD8, STORE8, STORE16, LOAD1, STORE1, FB_LANE8, FB_LANE1)                    \
-    }                                                                                               \
-    static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
-                                             const float* A, const float* B, const float* K,        \
-                                             const float* m) {                                      \
-        FB_APPLY_BY_MODE(fb_apply_##NAME##_row_in, a, b, out, n, A, B, K, m)                        \
-    }                                                                                               \
-    static inline __attribute__((always_inline)) void fb_apply_##NAME##_run_in(                     \
-        int mode, const T* a, const T* b, T* out, ptrdiff_t n, float A, float B, float K, float m) { \
-        ptrdiff_t i = 0;                                                                            \
-        RUN16(LOAD8, STORE16)                                                                       \
-        FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, FB_CHANNEL8, FB_CHANNEL1)                       \
-    }                                                                                               \
-    static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
-                                             float A, float B, float K, float m) {                  \
-        FB_APPLY_BY_MODE(fb_apply_##NAME##_run_in, a, b, out, n, A, B, K, m)                        \
-    }
 #else
 #define FB_HALF_ROWS 0
 #define FB_BF16_ROWS 0
-/* (never called: FB_HALF_ROWS and FB_BF16_ROWS are 0) */
-#define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1, RUN16)                           \
-    static inline void fb_reduce_##NAME##_rows(int mode, const T* a, const T* b, ptrdiff_t nrows,   \
-                                               ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,       \
-                                               const float* m, float* s0, float* s1) {}             \
-    static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,        \
-                                              const float* m, float* s0, float* s1) {}              \
-    static inline void fb_apply_##NAME##_row(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
-                                             const float* A, const float* B, const float* K,        \
-                                             const float* m) {}                                     \
-    static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
-                                             float A, float B, float K, float m) {}
 #endif
-FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_store_half16, fb_half_to_f32, fb_f32_to_half, FB_RUN16_VECTORS)
-FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_store_bf16x16, fb_bf16_to_f32, fb_f32_to_bf16, FB_RUN16_PAIRS)
 
 /* n floats narrowed as the kernels' 16-bit applies store them: 16 lanes, 8, then the tail
  * element by element on x86-64-v3; element by element elsewhere.  (A test hook: its
@@ -416,6 +191,7 @@ FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_store_bf16x16, fb_
 FB_NARROW_RUN(fb_half, half, fb_store_half16, fb_store_half8, fb_f32_to_half)
 FB_NARROW_RUN(fb_bf16, bf16, fb_store_bf16x16, fb_store_bf16x8, fb_f32_to_bf16)
 
+#include "_rows16.h" /* the 16-bit row functions of the x86-64-v3 build */
 #include "_stream.h" /* fb_stream_copy, fb_stream_fence: non-temporal copies of output rows */
 
 #endif

@@ -14,23 +14,25 @@ cdef extern from "_fp.h" nogil:
     float fb_bf16_to_f32(fb_bf16 h)
     fb_bf16 fb_f32_to_bf16(float f)
     # x86-64-v3: 16-bit rows converted 8 lanes at a time in registers; reductions of many rows
-    # with the lane totals in registers (see _fp.h)
+    # with the lane totals in registers (see _rows16.h, which _fp.h includes)
     const bint FB_HALF_ROWS
     void fb_reduce_half_row(int mode, const fb_half* a, const fb_half* b, Py_ssize_t W, const float* m,
                             float* s0, float* s1)
     void fb_reduce_half_rows(int mode, const fb_half* a, const fb_half* b, Py_ssize_t nrows, Py_ssize_t stride,
                              Py_ssize_t span, Py_ssize_t W, const float* m, float* s0, float* s1)
-    void fb_apply_half_row(int mode, const fb_half* a, const fb_half* b, fb_half* out, Py_ssize_t W,
-                           const float* A, const float* B, const float* K, const float* m)
+    void fb_apply_half_rows(int mode, const fb_half* a, const fb_half* b, fb_half* out, Py_ssize_t nrows,
+                            Py_ssize_t W, const float* A, const float* B, const float* K, const float* m)
     void fb_apply_half_run(int mode, const fb_half* a, const fb_half* b, fb_half* out, Py_ssize_t L,
                            float A, float B, float K, float m)
+    void fb_apply_f32_rows(int mode, const float* a, const float* b, float* out, Py_ssize_t nrows,
+                           Py_ssize_t W, const float* A, const float* B, const float* K, const float* m)
     const bint FB_BF16_ROWS
     void fb_reduce_bf16_row(int mode, const fb_bf16* a, const fb_bf16* b, Py_ssize_t W, const float* m,
                             float* s0, float* s1)
     void fb_reduce_bf16_rows(int mode, const fb_bf16* a, const fb_bf16* b, Py_ssize_t nrows, Py_ssize_t stride,
                              Py_ssize_t span, Py_ssize_t W, const float* m, float* s0, float* s1)
-    void fb_apply_bf16_row(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, Py_ssize_t W,
-                           const float* A, const float* B, const float* K, const float* m)
+    void fb_apply_bf16_rows(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, Py_ssize_t nrows,
+                            Py_ssize_t W, const float* A, const float* B, const float* K, const float* m)
     void fb_apply_bf16_run(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, Py_ssize_t L,
                            float A, float B, float K, float m)
     # floats narrowed as the kernels' applies store them (reached by the tests through NARROW_RUNS)

@@ -2,7 +2,7 @@
 # whose head maps the call chain).  Throughout: a is x, b is dy (x again where the op has
 # no dy), m the centre tile, W the row width in lanes, P the call's Plan.
 
-from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_row, fb_apply_bf16_run, fb_apply_half_row, fb_apply_half_run,
+from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_rows, fb_apply_bf16_run, fb_apply_f32_rows, fb_apply_half_rows, fb_apply_half_run,
                   fb_reduce_bf16_row, fb_reduce_bf16_rows, fb_reduce_half_row, fb_reduce_half_rows,
                   fb_stream_copy, fb_stream_fence)
 
@@ -18,7 +18,7 @@ cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b
     cdef Py_ssize_t r, j
     cdef float d, dy
     if storage_t is fb_half:
-        if FB_HALF_ROWS:  # x86-64-v3: rows converted 8 lanes at a time, in registers (see _fp.h)
+        if FB_HALF_ROWS:  # x86-64-v3: rows converted 8 lanes at a time, in registers (see _rows16.h)
             for r in range(nrows):
                 fb_reduce_half_row(mode, a, b, W, m, s0, s1)
                 a += W
@@ -78,20 +78,16 @@ cdef inline void apply_rows(Apply mode, const storage_t* a, const storage_t* b, 
                             const float* K, const float* m) noexcept nogil:
     cdef Py_ssize_t r, j
     if storage_t is fb_half:
-        if FB_HALF_ROWS:  # x86-64-v3: rows converted 8 lanes at a time, in registers (see _fp.h)
-            for r in range(nrows):
-                fb_apply_half_row(mode, a, b, out, W, A, B, K, m)
-                a += W
-                b += W
-                out += W
+        if FB_HALF_ROWS:  # x86-64-v3: rows converted 8 lanes at a time, in registers (see _rows16.h)
+            fb_apply_half_rows(mode, a, b, out, nrows, W, A, B, K, m)
             return
     if storage_t is fb_bf16:
         if FB_BF16_ROWS:  # x86-64-v3: 8 lanes at a time, narrowed with integer vector code (see _fp.h)
-            for r in range(nrows):
-                fb_apply_bf16_row(mode, a, b, out, W, A, B, K, m)
-                a += W
-                b += W
-                out += W
+            fb_apply_bf16_rows(mode, a, b, out, nrows, W, A, B, K, m)
+            return
+    if storage_t is float:
+        if FB_HALF_ROWS and mode == APPLY_A:
+            fb_apply_f32_rows(mode, a, b, out, nrows, W, A, B, K, m)
             return
     for r in range(nrows):
         if mode == APPLY_FULL:
@@ -112,7 +108,7 @@ cdef inline void apply_run(Apply mode, const storage_t* a, const storage_t* b, s
                            Py_ssize_t L, float A, float B, float K, float m) noexcept nogil:
     cdef Py_ssize_t i
     if storage_t is fb_half:
-        if FB_HALF_ROWS:  # x86-64-v3: converted 8 lanes at a time, in registers (see _fp.h)
+        if FB_HALF_ROWS:  # x86-64-v3: converted 8 lanes at a time, in registers (see _rows16.h)
             fb_apply_half_run(mode, a, b, out, L, A, B, K, m)
             return
     if storage_t is fb_bf16:
