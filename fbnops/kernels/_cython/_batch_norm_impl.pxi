@@ -116,16 +116,18 @@ cdef void channel_done(Params* params, int pass_index, Py_ssize_t c, double s0, 
         params.K[c] = params.offset[c]
 
 
-cdef void combine_rows(const Plan* P, const double* part, double* s) noexcept nogil:
-    """Fold row-item partials [item][2][width] into s[2][C], in a fixed order."""
-    cdef Py_ssize_t item, q, c, W = P.width, C = P.C
+cdef void combine_rows(const Plan* P, Reduce mode, const double* part, double* s) noexcept nogil:
+    """Fold row-item partials [item][2][width] into s[2][C], in a fixed order: only the totals
+    the pass adds to (the items wrote only those; the other stays 0)."""
+    cdef Py_ssize_t item, q, c, h, lo, hi, W = P.width, C = P.C
     for c in range(2 * C):
         s[c] = 0
+    used_lanes(mode, 1, &lo, &hi)  # (halves: 0 is s0, 1 is s1)
     for item in range(P.nitems):
-        for q in range(P.fold):
-            for c in range(C):
-                s[c] += part[item * 2 * W + q * C + c]
-                s[C + c] += part[item * 2 * W + W + q * C + c]
+        for h in range(lo, hi):
+            for q in range(P.fold):
+                for c in range(C):
+                    s[h * C + c] += part[item * 2 * W + h * W + q * C + c]
 
 
 cdef void combine_blocks(const Plan* P, const double* part, double* s) noexcept nogil:
@@ -305,7 +307,7 @@ cdef void reduce_pass(const Plan* P, Params* params, Reduce mode, const Scratch*
         tile_row_coefficients(P, params, S.tiles)  # only the centers (tile 3) are read here
     for_items(&w, P.nitems, nthreads, a, b, <storage_t*> NULL)
     if P.channels_last:
-        combine_rows(P, S.part, S.s)
+        combine_rows(P, mode, S.part, S.s)
     else:
         combine_blocks(P, S.part, S.s)
 
@@ -382,7 +384,7 @@ cdef void reduce_samples(const Plan* SP, Params* params, Reduce mode, Py_ssize_t
             for item in range(SP.nitems):
                 do_item(&w, a + k * elems, b + k * elems, <storage_t*> NULL, item)
             if SP.channels_last:
-                combine_rows(SP, S.part, out + k * 2 * SP.C)
+                combine_rows(SP, mode, S.part, out + k * 2 * SP.C)
             else:
                 combine_blocks(SP, S.part, out + k * 2 * SP.C)
 

@@ -235,9 +235,8 @@ cdef void reduce_row_item(const Plan* P, Reduce mode, Py_ssize_t item, const sto
                           const storage_t* b, const float* m_tile, float* acc, double* part, bint cached) noexcept nogil:
     cdef Py_ssize_t r0, r1, tail, j, lo, hi, nrows = 0, W = P.width
     used_lanes(mode, W, &lo, &hi)
-    for j in range(2 * W):  # (combine_rows reads both totals: the other stays 0)
+    for j in range(lo, hi):  # (only the totals the pass adds to: combine_rows reads only those)
         part[j] = 0
-    for j in range(lo, hi):
         acc[j] = 0
     row_item_bounds(P, item, &r0, &r1, &tail)
     reduce_span(mode, a, b, r0 * W, r1 * W + tail, W, m_tile, acc, part, &nrows, cached)
