@@ -229,8 +229,9 @@ def render_plan_pxd() -> str:
 
 
 def render_contract_h() -> str:
-    """``_cython/_contract.h``: the Reduce and Apply enums for the C row functions of ``_fp.h``."""
+    """``_cython/_contract.h``: MAX_W and the Reduce and Apply enums, for the C row functions of ``_fp.h``."""
     lines = [f"/* {_GENERATED} */", "#ifndef FBNOPS_CONTRACT_H", "#define FBNOPS_CONTRACT_H", ""]
+    lines += [f"#define FB_MAX_W {MAX_W} /* the widest row: the size of the items' stack buffers */", ""]
     for enum in (Reduce, Apply):
         lines += [f"#define FB_{member.name} {member.value}" for member in enum]
     return "\n".join(lines + ["", "#endif"]) + "\n"

@@ -33,7 +33,7 @@ from libc.math cimport sqrt
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.string cimport memcpy
 
-from ._fp cimport NarrowRuns, fb_bf16, fb_half, fb_narrow_bf16_run, fb_narrow_half_run, load, storage_t, store
+from ._fp cimport NarrowRuns, fb_bf16, fb_f64_lanes, fb_half, fb_narrow_bf16_run, fb_narrow_half_run, load, storage_t, store
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
 from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FOLD_WAYS, FWD_INFER, FWD_TRAIN, GRAD_FROZEN, GRAD_TRAIN, MAX_W,
                     STRIP_PIECES, _ceil_div,
@@ -191,7 +191,8 @@ cdef void fused_block(const Plan* P, Params* params, Py_ssize_t item, const Redu
                       bint cached) noexcept nogil:
     """A whole channel block in one item: reduce, coefficients, apply while it is in cache
     (after the first pass, the block is in cache whatever the inputs' size)."""
-    cdef double s[2 * MAX_W]
+    cdef fb_f64_lanes s_buf
+    cdef double* s = s_buf.v
     cdef Py_ssize_t c, c0, nch, n0, n1
     cdef int p
     block_bounds(P, item, &c0, &nch, &n0, &n1)
@@ -216,20 +217,30 @@ cdef struct Scratch:
     float* tiles        # channels-last: A, B, K, m tiles of P.width lanes
 
 
+cdef inline Py_ssize_t in_lines(Py_ssize_t n, Py_ssize_t per_line) noexcept nogil:
+    """n elements rounded up to whole 64-byte lines of per_line: every scratch region starts on a
+    line (from a 64-byte aligned block: see _scratch), so no vector access splits a line."""
+    return (n + per_line - 1) // per_line * per_line
+
+
 cdef inline Py_ssize_t scratch_doubles(const Plan* P) noexcept nogil:
-    return P.nitems * 2 * (P.width if P.channels_last else P.block) + 2 * P.C
+    return in_lines(P.nitems * 2 * (P.width if P.channels_last else P.block), 8) + in_lines(2 * P.C, 8)
 
 
 cdef inline Py_ssize_t scratch_floats(const Plan* P) noexcept nogil:
-    return P.nitems * 2 * P.width + 4 * P.width if P.channels_last else 0
+    return in_lines(P.nitems * 2 * P.width, 16) + in_lines(4 * P.width, 16) if P.channels_last else 0
+
+
+cdef inline Py_ssize_t coefficient_floats(Py_ssize_t C) noexcept nogil:
+    return in_lines(3 * C, 16)  # A, B, K
 
 
 cdef inline Scratch carve(const Plan* P, double* d, float* f) noexcept nogil:
     cdef Scratch S
     S.part = d
-    S.s = d + P.nitems * 2 * (P.width if P.channels_last else P.block)
+    S.s = d + in_lines(P.nitems * 2 * (P.width if P.channels_last else P.block), 8)
     S.acc = f
-    S.tiles = f + P.nitems * 2 * P.width if P.channels_last else NULL
+    S.tiles = f + in_lines(P.nitems * 2 * P.width, 16) if P.channels_last else NULL
     return S
 
 

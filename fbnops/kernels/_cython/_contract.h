@@ -2,6 +2,8 @@
 #ifndef FBNOPS_CONTRACT_H
 #define FBNOPS_CONTRACT_H
 
+#define FB_MAX_W 1024 /* the widest row: the size of the items' stack buffers */
+
 #define FB_RED_GRAD 0
 #define FB_RED_SUM 1
 #define FB_RED_SQ 2

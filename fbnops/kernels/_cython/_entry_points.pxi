@@ -71,14 +71,22 @@ cdef const double* _totals(object v, Py_ssize_t C, str name) except NULL:
 
 
 cdef double* _scratch(Py_ssize_t nd, Py_ssize_t nf) except NULL:
-    """One block of nd doubles then nf floats, not zeroed: every item zeroes the partials and lanes
-    it adds to, and the combines, tiles and coefficients are written before they are read (zeroing
-    a channels-last call's few hundred KB cost 5-8% of a small 16-bit forward).  PyMem_Raw*:
-    thread-safe without the GIL, and visible to tracemalloc; free with PyMem_RawFree."""
-    cdef double* wd = <double*> PyMem_RawMalloc(nd * sizeof(double) + nf * sizeof(float))
-    if wd == NULL:
-        raise MemoryError(f"fbnops: cannot allocate {nd * 8 + nf * 4} bytes of kernel scratch")
-    return wd
+    """One 64-byte aligned block of nd doubles then nf floats, not zeroed: every item zeroes the
+    partials and lanes it adds to, and the combines, tiles and coefficients are written before
+    they are read (zeroing a channels-last call's few hundred KB cost 5-8% of a small 16-bit
+    forward).  PyMem_Raw*: thread-safe without the GIL, and visible to tracemalloc; the block
+    malloc returned is kept just below the aligned one, for _scratch_free."""
+    cdef size_t nbytes = nd * sizeof(double) + nf * sizeof(float)
+    cdef char* raw = <char*> PyMem_RawMalloc(nbytes + 64)
+    if raw == NULL:
+        raise MemoryError(f"fbnops: cannot allocate {nbytes} bytes of kernel scratch")
+    cdef char* wd = <char*> ((<size_t> raw + 64) & ~(<size_t> 63))  # (at least 8 bytes above raw)
+    (<void**> wd)[-1] = raw
+    return <double*> wd
+
+
+cdef inline void _scratch_free(double* wd) noexcept:
+    PyMem_RawFree((<void**> wd)[-1])
 
 
 cdef int _dims(x, Py_ssize_t* outer, Py_ssize_t* C, Py_ssize_t* inner) except -1:
@@ -114,9 +122,9 @@ cdef _call(Op op, x, dy, scale, offset, mean, variance, float epsilon, int num_t
     vec1 = cnp.PyArray_ZEROS(1, &nvec, cnp.NPY_FLOAT, 0)
     # Scratch, one block: float64 partials + totals, then float32 coefficients, lanes, tiles.
     cdef Py_ssize_t nd = scratch_doubles(&P)
-    cdef double* wd = _scratch(nd, 3 * C + scratch_floats(&P))
+    cdef double* wd = _scratch(nd, coefficient_floats(C) + scratch_floats(&P))
     cdef float* pcoef = <float*> (wd + nd)
-    cdef Scratch S = carve(&P, wd, pcoef + 3 * C)
+    cdef Scratch S = carve(&P, wd, pcoef + coefficient_floats(C))
     cdef void* po = cnp.PyArray_DATA(out)
     params.A = pcoef
     params.B = pcoef + C
@@ -128,7 +136,7 @@ cdef _call(Op op, x, dy, scale, offset, mean, variance, float epsilon, int num_t
         with nogil:
             run_any(kind, &P, &params, px, pb, po, &S, max(num_threads, 1))
     finally:
-        PyMem_RawFree(wd)
+        _scratch_free(wd)
     return out, vec0, vec1
 
 
@@ -175,7 +183,7 @@ def reduce_totals(int mode, x, dy, center, Py_ssize_t rows_per_sample=0, int num
     if rows_per_sample <= 0:
         P = make_plan(outer, C, inner, x.itemsize)
         nd = scratch_doubles(&P)
-        wd = _scratch(nd, 3 * C + scratch_floats(&P))
+        wd = _scratch(nd, coefficient_floats(C) + scratch_floats(&P))
         dims[0] = 2
         dims[1] = C
         out = cnp.PyArray_EMPTY(2, dims, cnp.NPY_DOUBLE, 0)
@@ -186,7 +194,7 @@ def reduce_totals(int mode, x, dy, center, Py_ssize_t rows_per_sample=0, int num
         P = make_plan(rows_per_sample, C, inner, x.itemsize)
         nchunks = min(nsamples, max(num_threads, 1))
         nd = nchunks * scratch_doubles(&P)
-        wd = _scratch(nd, 3 * C + nchunks * scratch_floats(&P))
+        wd = _scratch(nd, coefficient_floats(C) + nchunks * scratch_floats(&P))
         dims[0] = nsamples
         dims[1] = 2
         dims[2] = C
@@ -198,16 +206,16 @@ def reduce_totals(int mode, x, dy, center, Py_ssize_t rows_per_sample=0, int num
     cdef double* po = <double*> cnp.PyArray_DATA(out)
     try:
         if rows_per_sample <= 0:
-            S = carve(&P, wd, pcoef + 3 * C)
+            S = carve(&P, wd, pcoef + coefficient_floats(C))
             with nogil:
                 reduce_any(kind, &P, &params, <Reduce> mode, &S, px, pb, max(num_threads, 1))
             memcpy(po, S.s, 2 * C * sizeof(double))
         else:
             with nogil:
-                samples_any(kind, &P, &params, <Reduce> mode, nsamples, wd, pcoef + 3 * C, px, pb, po,
+                samples_any(kind, &P, &params, <Reduce> mode, nsamples, wd, pcoef + coefficient_floats(C), px, pb, po,
                             max(num_threads, 1))
     finally:
-        PyMem_RawFree(wd)
+        _scratch_free(wd)
     return out
 
 
@@ -269,5 +277,5 @@ def apply(int amode, x, dy, A, B, K, center, int num_threads=1):
         with nogil:
             apply_any(kind, &P, &params, <Apply> amode, &S, px, pb, po, max(num_threads, 1))
     finally:
-        PyMem_RawFree(wd)
+        _scratch_free(wd)
     return out

@@ -4,9 +4,21 @@
 # as is; float16 and bfloat16 are widened exactly on load and rounded to nearest even
 # on store (see _fp.h).
 
+from ._plan cimport MAX_W
+
+
 cdef extern from "_fp.h" nogil:
     ctypedef struct fb_half:
         unsigned short bits
+    # the items' stack buffers, 64-byte aligned (.v is the array)
+    ctypedef struct fb_f32_row:
+        float v[MAX_W]
+    ctypedef struct fb_f32_lanes:
+        float v[2 * MAX_W]
+    ctypedef struct fb_f32_tiles:
+        float v[4 * MAX_W]
+    ctypedef struct fb_f64_lanes:
+        double v[2 * MAX_W]
     ctypedef struct fb_bf16:
         unsigned short bits
     float fb_half_to_f32(fb_half h)

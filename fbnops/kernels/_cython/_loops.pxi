@@ -2,7 +2,8 @@
 # whose head maps the call chain).  Throughout: a is x, b is dy (x again where the op has
 # no dy), m the centre tile, W the row width in lanes, P the call's Plan.
 
-from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_rows, fb_apply_bf16_run, fb_apply_f32_rows, fb_apply_half_rows, fb_apply_half_run,
+from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_rows, fb_apply_bf16_run, fb_apply_f32_rows,
+                  fb_apply_half_rows, fb_apply_half_run, fb_f32_lanes, fb_f32_row, fb_f32_tiles, fb_f64_lanes,
                   fb_reduce_bf16_row, fb_reduce_bf16_rows, fb_reduce_half_row, fb_reduce_half_rows,
                   fb_stream_copy, fb_stream_fence)
 
@@ -130,7 +131,8 @@ cdef inline void apply_rows_streamed(Apply mode, const storage_t* a, const stora
                                      Py_ssize_t nrows, Py_ssize_t W, const float* A, const float* B,
                                      const float* K, const float* m) noexcept nogil:
     """apply_rows into an L1 buffer, copied out with non-temporal stores (see _stream.h)."""
-    cdef float buf[MAX_W]  # (storage_t is at most 4 bytes)
+    cdef fb_f32_row row  # (storage_t is at most 4 bytes)
+    cdef float* buf = row.v
     cdef Py_ssize_t r, j, n
     for r in range(nrows):
         j = 0
@@ -147,7 +149,8 @@ cdef inline void apply_rows_streamed(Apply mode, const storage_t* a, const stora
 cdef inline void apply_run_streamed(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
                                     Py_ssize_t L, float A, float B, float K, float m) noexcept nogil:
     """apply_run in pieces through an L1 buffer, copied out with non-temporal stores."""
-    cdef float buf[MAX_W]
+    cdef fb_f32_row row
+    cdef float* buf = row.v
     cdef Py_ssize_t i = 0, n
     while i < L:
         n = min(<Py_ssize_t> MAX_W, L - i)
@@ -277,9 +280,12 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
     Each batch index contributes the item's planes as rows of `width` lanes; lane j
     belongs to channel c0 + j // run.  The lanes are folded per channel at the end.
     """
-    cdef float acc[2 * MAX_W]
-    cdef double lanes[2 * MAX_W]
-    cdef float m_tile[MAX_W]
+    cdef fb_f32_lanes acc_buf
+    cdef fb_f64_lanes lanes_buf
+    cdef fb_f32_row m_buf
+    cdef float* acc = acc_buf.v
+    cdef double* lanes = lanes_buf.v
+    cdef float* m_tile = m_buf.v
     cdef Py_ssize_t j, c, n, k, base, c0, nch, n0, n1, pieces, lo, hi, nrows = 0
     cdef Py_ssize_t W = P.width, R = P.run, span
     block_bounds(P, item, &c0, &nch, &n0, &n1)
@@ -314,7 +320,8 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
 
 cdef void apply_plane_item(const Plan* P, const Params* params, Apply mode, Py_ssize_t item,
                            const storage_t* a, const storage_t* b, storage_t* out, bint stream) noexcept nogil:
-    cdef float tiles[4 * MAX_W]
+    cdef fb_f32_tiles tiles_buf
+    cdef float* tiles = tiles_buf.v
     cdef Py_ssize_t j, c, n, base, c0, nch, n0, n1, span, W = P.width
     block_bounds(P, item, &c0, &nch, &n0, &n1)
     span = nch * P.inner

@@ -106,31 +106,48 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
  * row after row.  That is exactly the adds of the one-row loop run on each W-lane piece in turn
  * (same operations, same order per lane), so the same bits.  A strip of NV vectors is summed
  * over every row before the next strip: NV independent add chains hide the add latency. */
+/* One vector of one row into the strip's totals u[k], v[k] (centre mk). */
+#define FB_STRIP_STEP(LOAD8, px, pg, mk, k)                                                         \
+    {                                                                                               \
+        __m256 xv = LOAD8(px);                                                                      \
+        if (mode == FB_RED_SUM) u[k] = _mm256_add_ps(u[k], xv);                                     \
+        else if (mode == FB_RED_SQ) {                                                               \
+            __m256 d = _mm256_sub_ps(xv, mk);                                                       \
+            v[k] = _mm256_fmadd_ps(d, d, v[k]);                                                     \
+        } else {                                                                                    \
+            __m256 dy = LOAD8(pg);                                                                  \
+            u[k] = _mm256_add_ps(u[k], dy);                                                         \
+            v[k] = _mm256_fmadd_ps(_mm256_sub_ps(xv, mk), dy, v[k]);                                \
+        }                                                                                           \
+    }
+/* With one piece a row, the passes that centre (SQ, GRAD) take two rows per load of the centre
+ * tile, row r before row r + 1 in every lane as in the one-row loop. */
 #define FB_STRIP(T, NAME, LOAD8, NV)                                                                \
     static inline __attribute__((always_inline)) void fb_strip_##NAME##_##NV(                       \
         int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, ptrdiff_t q,            \
         ptrdiff_t W, const float* m, float* s0, float* s1) {                                        \
         __m256 u[NV], v[NV];                                                                        \
+        ptrdiff_t r = 0;                                                                            \
         for (int k = 0; k < NV; k++) { /* (only the totals the mode adds to) */                     \
             if (mode != FB_RED_SQ) u[k] = _mm256_loadu_ps(s0 + 8 * k);                              \
             if (mode != FB_RED_SUM) v[k] = _mm256_loadu_ps(s1 + 8 * k);                             \
         }                                                                                           \
-        for (ptrdiff_t r = 0; r < nrows; r++)                                                       \
+        if (mode != FB_RED_SUM && q == 1)                                                           \
+            for (; r + 2 <= nrows; r += 2) {                                                        \
+                const T* x = a + r * stride;                                                        \
+                const T* g = b + r * stride;                                                        \
+                for (int k = 0; k < NV; k++) {                                                      \
+                    const __m256 mk = _mm256_loadu_ps(m + 8 * k);                                   \
+                    FB_STRIP_STEP(LOAD8, x + 8 * k, g + 8 * k, mk, k)                               \
+                    FB_STRIP_STEP(LOAD8, x + stride + 8 * k, g + stride + 8 * k, mk, k)             \
+                }                                                                                   \
+            }                                                                                       \
+        for (; r < nrows; r++)                                                                      \
             for (ptrdiff_t piece = 0; piece < q; piece++) {                                         \
                 const T* x = a + r * stride + piece * W;                                            \
                 const T* g = b + r * stride + piece * W;                                            \
-                for (int k = 0; k < NV; k++) {                                                      \
-                    __m256 xv = LOAD8(x + 8 * k);                                                   \
-                    if (mode == FB_RED_SUM) u[k] = _mm256_add_ps(u[k], xv);                         \
-                    else if (mode == FB_RED_SQ) {                                                   \
-                        __m256 d = _mm256_sub_ps(xv, _mm256_loadu_ps(m + 8 * k));                   \
-                        v[k] = _mm256_fmadd_ps(d, d, v[k]);                                         \
-                    } else {                                                                        \
-                        __m256 dy = LOAD8(g + 8 * k);                                               \
-                        u[k] = _mm256_add_ps(u[k], dy);                                             \
-                        v[k] = _mm256_fmadd_ps(_mm256_sub_ps(xv, _mm256_loadu_ps(m + 8 * k)), dy, v[k]); \
-                    }                                                                               \
-                }                                                                                   \
+                for (int k = 0; k < NV; k++)                                                        \
+                    FB_STRIP_STEP(LOAD8, x + 8 * k, g + 8 * k, _mm256_loadu_ps(m + 8 * k), k)       \
             }                                                                                       \
         for (int k = 0; k < NV; k++) {                                                              \
             if (mode != FB_RED_SQ) _mm256_storeu_ps(s0 + 8 * k, u[k]);                              \
