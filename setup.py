@@ -5,10 +5,11 @@ Environment switches:
   FBNOPS_DEBUG_CYTHON=1     bounds checks on in the kernels (slow; for debugging)
 
 Flags: -O3 lets GCC vectorize the lane loops (GCC 12's -O2 cost model does not);
--fno-trapping-math lets it if-convert the float16 rounding; -falign-loops=64 keeps
-every hot loop inside one 64-byte fetch block (a straddling one ran 1.37x slower on AMD).  Never -ffast-math:
-it would link crtfastmath.o and flush subnormals process-wide, and the float16
-conversions depend on subnormals.  No -march=native: the wheel must run anywhere.
+-fno-trapping-math lets it if-convert the float16 rounding; -falign-loops=64 starts
+every loop on a 64-byte fetch block (a short hot loop straddling two ran 1.37x slower
+on AMD).  Never -ffast-math: it would link crtfastmath.o and flush subnormals
+process-wide, and the float16 conversions depend on subnormals.  No -march=native:
+the wheel must run anywhere.
 """
 
 import os

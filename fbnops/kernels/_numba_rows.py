@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from ._numba_fp import _bf16_pair, _bf16_round_high, _bits_from_f32, _f32_from_bits, _load, _store, pairs_of
-from ._plan import BLOCK_ROWS, Apply, Reduce
+from ._plan import BLOCK_ROWS, STREAM_MIN_BYTES, Apply, Reduce
 
 MODE = -1  # the mode a sweep is compiled for: each compiled twin binds its own (see _per_mode)
 
@@ -106,6 +106,17 @@ def _reduce_rows(a, b, mode, start, stride, L, m, acc0, acc1):
 @njit(inline="always", fastmath=FASTMATH)
 def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt):
     pos = start
+    if amode == Apply.APPLY_A and a.itemsize == 2 and a.size * 2 < STREAM_MIN_BYTES:
+        # float16 in cache: two rows per load of the tiles, as the C kernels' fb_apply_*_rows
+        # (measured 0.92x; slower for float32, and 1.6x slower out of cache, where C streams)
+        while pos + 2 * W <= stop:
+            x0, x1 = a[pos : pos + W], a[pos + W : pos + 2 * W]
+            o0, o1 = out[pos : pos + W], out[pos + W : pos + 2 * W]
+            for j in range(W):
+                bj, kj, mj = Bt[j], Kt[j], mt[j]
+                _store(o0, j, bj * (_load(x0, j) - mj) + kj)
+                _store(o1, j, bj * (_load(x1, j) - mj) + kj)
+            pos += 2 * W
     while pos < stop:
         L = min(W, stop - pos)
         ra = a[pos : pos + L]
