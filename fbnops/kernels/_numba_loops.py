@@ -59,37 +59,33 @@ def _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part):
 
 
 @njit(inline="always")
+def _add_lanes(t, v, j, count):
+    """The eight running totals t with lanes v[j:j + count] added (lane j + k to t[k]; count <= 8).
+    A lane past count adds +0.0, which changes no total: a total starts at +0.0, so it is never
+    -0.0.  With count the constant FOLD_WAYS, LLVM drops the tests."""
+    return (
+        t[0] + (v[j] if count > 0 else 0.0),
+        t[1] + (v[j + 1] if count > 1 else 0.0),
+        t[2] + (v[j + 2] if count > 2 else 0.0),
+        t[3] + (v[j + 3] if count > 3 else 0.0),
+        t[4] + (v[j + 4] if count > 4 else 0.0),
+        t[5] + (v[j + 5] if count > 5 else 0.0),
+        t[6] + (v[j + 6] if count > 6 else 0.0),
+        t[7] + (v[j + 7] if count > 7 else 0.0),
+    )
+
+
+@njit(inline="always")
 def _fold_run(v, start, n):
     """v[start:start + n] summed as the C kernels' fold_lanes does (no fastmath: as in C): lane j
     into running total j % 8, the eight joined pairwise."""
-    t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = 0.0
+    t = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     j, end = start, start + n - n % FOLD_WAYS
     while j < end:
-        t0 += v[j]
-        t1 += v[j + 1]
-        t2 += v[j + 2]
-        t3 += v[j + 3]
-        t4 += v[j + 4]
-        t5 += v[j + 5]
-        t6 += v[j + 6]
-        t7 += v[j + 7]
+        t = _add_lanes(t, v, j, FOLD_WAYS)
         j += FOLD_WAYS
-    left = start + n - j  # (the last lanes, fewer than eight, to the first totals)
-    if left > 0:
-        t0 += v[j]
-    if left > 1:
-        t1 += v[j + 1]
-    if left > 2:
-        t2 += v[j + 2]
-    if left > 3:
-        t3 += v[j + 3]
-    if left > 4:
-        t4 += v[j + 4]
-    if left > 5:
-        t5 += v[j + 5]
-    if left > 6:
-        t6 += v[j + 6]
-    return ((t0 + t1) + (t2 + t3)) + ((t4 + t5) + (t6 + t7))
+    t = _add_lanes(t, v, j, start + n - j)  # (the last lanes, fewer than eight)
+    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]))
 
 
 @njit
