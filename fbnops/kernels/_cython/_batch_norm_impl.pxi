@@ -223,12 +223,20 @@ cdef inline Py_ssize_t in_lines(Py_ssize_t n, Py_ssize_t per_line) noexcept nogi
     return (n + per_line - 1) // per_line * per_line
 
 
+cdef inline Py_ssize_t part_doubles(const Plan* P) noexcept nogil:
+    return in_lines(P.nitems * 2 * (P.width if P.channels_last else P.block), 8)  # the items' partials
+
+
+cdef inline Py_ssize_t acc_floats(const Plan* P) noexcept nogil:
+    return in_lines(P.nitems * 2 * P.width, 16)  # channels-last: the items' float32 lanes
+
+
 cdef inline Py_ssize_t scratch_doubles(const Plan* P) noexcept nogil:
-    return in_lines(P.nitems * 2 * (P.width if P.channels_last else P.block), 8) + in_lines(2 * P.C, 8)
+    return part_doubles(P) + in_lines(2 * P.C, 8)
 
 
 cdef inline Py_ssize_t scratch_floats(const Plan* P) noexcept nogil:
-    return in_lines(P.nitems * 2 * P.width, 16) + in_lines(4 * P.width, 16) if P.channels_last else 0
+    return acc_floats(P) + in_lines(4 * P.width, 16) if P.channels_last else 0
 
 
 cdef inline Py_ssize_t coefficient_floats(Py_ssize_t C) noexcept nogil:
@@ -238,9 +246,9 @@ cdef inline Py_ssize_t coefficient_floats(Py_ssize_t C) noexcept nogil:
 cdef inline Scratch carve(const Plan* P, double* d, float* f) noexcept nogil:
     cdef Scratch S
     S.part = d
-    S.s = d + in_lines(P.nitems * 2 * (P.width if P.channels_last else P.block), 8)
+    S.s = d + part_doubles(P)
     S.acc = f
-    S.tiles = f + in_lines(P.nitems * 2 * P.width, 16) if P.channels_last else NULL
+    S.tiles = f + acc_floats(P) if P.channels_last else NULL
     return S
 
 
