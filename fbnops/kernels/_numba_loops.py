@@ -24,7 +24,8 @@ from numba import njit, prange
 
 from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, tile
-from ._numba_rows import FASTMATH, _apply, _clear, _flush, _reduce, _runs
+from ._numba_fp import pairs_of
+from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _pair_tiles_from, _reduce, _runs
 from ._plan import FOLD_WAYS, Apply, Op, Reduce
 
 assert FOLD_WAYS == 8, "_fold_run is written out for eight running totals"
@@ -89,10 +90,13 @@ def _fold_run(v, start, n):
 
 
 @njit
-def _fold_lanes(mode, p0, p1, c, R, sums):
-    """Channel c's totals of lanes [c*R, (c+1)*R); a total the pass does not add to stays 0."""
-    sums[0, c] = _fold_run(p0, c * R, R) if mode != Reduce.RED_SQ else 0.0
-    sums[1, c] = _fold_run(p1, c * R, R) if mode != Reduce.RED_SUM else 0.0
+def _fold_lanes(mode, p0, p1, nch, R, sums):
+    """The totals of channels [0, nch): channel c's of lanes [c*R, (c+1)*R); a total the pass
+    does not add to stays 0.  One call per item (a call per channel took a tenth of a
+    small-plane call, most of it reference counts of the arrays passed)."""
+    for c in range(nch):
+        sums[0, c] = _fold_run(p0, c * R, R) if mode != Reduce.RED_SQ else 0.0
+        sums[1, c] = _fold_run(p1, c * R, R) if mode != Reduce.RED_SUM else 0.0
 
 
 @njit(inline="always")
@@ -120,31 +124,29 @@ def _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums)
     c0, nch, n0, n1 = _block_bounds(p, item)
     R = p.run
     for c in range(nch):
-        for j in range(c * R, (c + 1) * R):
-            m[j] = center[c0 + c]
+        _fill(m, c * R, R, center[c0 + c])
     _clear_used(mode, acc0, acc1, p0, p1)
     stride = p.C * p.inner
     _reduce(mode, a, b, (n0 * p.C + c0) * p.inner, stride, n1 - n0, nch * p.inner, p.width, m, acc0, acc1, p0, p1, 0)
     _flush_used(mode, acc0, acc1, p0, p1)
-    for c in range(nch):
-        _fold_lanes(mode, p0, p1, c, R, sums)
+    _fold_lanes(mode, p0, p1, nch, R, sums)
 
 
 @njit(inline="always")
-def _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles):
+def _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles, pairs):
     c0, nch, n0, n1 = _block_bounds(p, item)
     base, stride = (n0 * p.C + c0) * p.inner, p.C * p.inner
     if p.block == 1:  # large planes: one channel, scalar coefficients
         _runs(amode, a, b, out, base, stride, n1 - n0, p.inner, A[c0], B[c0], K[c0], center[c0])
         return
     R = p.run
+    At, Bt, Kt, mt = tiles[0], tiles[1], tiles[2], tiles[3]
     for c in range(nch):
-        for j in range(c * R, (c + 1) * R):
-            tiles[0, j] = A[c0 + c]
-            tiles[1, j] = B[c0 + c]
-            tiles[2, j] = K[c0 + c]
-            tiles[3, j] = center[c0 + c]
-    _apply(amode, a, b, out, base, stride, n1 - n0, nch * p.inner, p.width, tiles[0], tiles[1], tiles[2], tiles[3])
+        _fill(At, c * R, R, A[c0 + c]), _fill(Bt, c * R, R, B[c0 + c])
+        _fill(Kt, c * R, R, K[c0 + c]), _fill(mt, c * R, R, center[c0 + c])
+    if pairs_of(a):
+        _pair_tiles_from(tiles, pairs)
+    _apply(amode, a, b, out, base, stride, n1 - n0, nch * p.inner, p.width, At, Bt, Kt, mt, pairs)
 
 
 # ---------------------------------------------------------------------------------------
@@ -164,6 +166,24 @@ def _region(fn):
 @njit(inline="always")
 def _chunk(t, n, nchunks):
     return n * t // nchunks, n * (t + 1) // nchunks
+
+
+@njit(inline="always")
+def _pair_scratch(a, W):
+    """Pair tiles of W lanes for bfloat16 data (see _pair_tiles_from), else a stub."""
+    return np.empty((2, 8, W // 2 + 1 if pairs_of(a) else 1), np.float32)
+
+
+@cached_njit()
+def apply_tiles(a, p, A, B, K, center):
+    """The channels-last tiles of a call (lane j: channel j % C) and, for bfloat16, their pair
+    tiles, built once for all items; channels-first items build their own."""
+    if not p.channels_last:
+        return np.empty((4, 1), np.float32), _pair_scratch(a, 1)
+    tiles, pairs = tile(p, A, B, K, center), _pair_scratch(a, p.width)
+    if pairs_of(a):
+        _pair_tiles_from(tiles, pairs)
+    return tiles, pairs
 
 
 @njit(inline="always")
@@ -207,16 +227,17 @@ def samples_region(a, b, mode, p, nsamples, nchunks, m_tile, center, out):
 
 
 @_region
-def apply_region(a, b, out, amode, p, nchunks, tiles, A, B, K, center):
+def apply_region(a, b, out, amode, p, nchunks, tiles, pairs, A, B, K, center):
+    """The apply pass; channels-last rows use the call's tiles and pairs (see apply_tiles)."""
     for t in prange(nchunks):
-        plane_tiles = np.empty((4, p.width), np.float32)
+        plane_tiles, plane_pairs = np.empty((4, p.width), np.float32), _pair_scratch(a, p.width)
         i0, i1 = _chunk(t, p.nitems, nchunks)
         for item in range(i0, i1):
             if p.channels_last:
                 e0, e1 = _row_bounds(p, item)
-                _apply(amode, a, b, out, e0, 0, 1, e1 - e0, p.width, tiles[0], tiles[1], tiles[2], tiles[3])
+                _apply(amode, a, b, out, e0, 0, 1, e1 - e0, p.width, tiles[0], tiles[1], tiles[2], tiles[3], pairs)
             else:
-                _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, plane_tiles)
+                _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, plane_tiles, plane_pairs)
 
 
 # What an op runs (as plain ints: Numba types an IntEnum member apart from an int, and the
@@ -261,13 +282,14 @@ def _fused_items(a, b, out, p, i0, i1, params):
     op = params.op
     m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
     sums = np.empty((2, p.block), np.float64)
-    tiles = np.empty((4, p.width), np.float32)
+    tiles, pairs = np.empty((4, p.width), np.float32), _pair_scratch(a, p.width)
+    amode = _apply_mode(op)
     for item in range(i0, i1):
         c0, nch, _, _ = _block_bounds(p, item)
         for q in range(_npasses(op)):
             _reduce_plane_item(a, b, _reduce_mode(op, q), p, item, params.center, m, acc0, acc1, p0, p1, sums)
             _channels_done(params, q, c0, nch, sums[0], sums[1])
-        _apply_plane_item(a, b, out, _apply_mode(op), p, item, params.A, params.B, params.K, params.center, tiles)
+        _apply_plane_item(a, b, out, amode, p, item, params.A, params.B, params.K, params.center, tiles, pairs)
 
 
 # ---------------------------------------------------------------------------------------
@@ -293,8 +315,8 @@ def _drive(a, b, out, p, nchunks, params):
     if npasses == 0:
         finish_pass(params, 0, s[0], s[1])
     A, B, K, center = params.A, params.B, params.K, params.center
-    tiles = tile(p, A, B, K, center) if p.channels_last else np.empty((4, 1), np.float32)
-    apply_region(a, b, out, _apply_mode(op), p, nchunks, tiles, A, B, K, center)
+    tiles, pairs = apply_tiles(a, p, A, B, K, center)
+    apply_region(a, b, out, _apply_mode(op), p, nchunks, tiles, pairs, A, B, K, center)
 
 
 def _over(fn, k: int, suffix: str):

@@ -104,33 +104,44 @@ def _reduce_rows(a, b, mode, start, stride, L, m, acc0, acc1):
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt):
+def _apply1(amode, x, dy, A, B, K, m):
+    """One output value of an apply pass (the formulas of _plan.Apply, as the C fb_apply1), all
+    float32; with amode a constant, LLVM drops the loads a mode does not use."""
+    if amode == Apply.APPLY_FULL:
+        return A * ((dy + K) + B * (x - m))
+    if amode == Apply.APPLY_B:
+        return A * dy
+    return B * (x - m) + K
+
+
+@njit(inline="always")
+def _two_rows(a):
+    """Whether an APPLY_A pass takes two rows per load of the tiles, as the C kernels'
+    fb_apply_*_rows: float16 data in cache (measured 0.92x; slower for float32, and 1.6x
+    slower out of cache, where C streams)."""
+    return a.itemsize == 2 and not pairs_of(a) and a.size * 2 < STREAM_MIN_BYTES
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt, two_rows):
     pos = start
-    if amode == Apply.APPLY_A and a.itemsize == 2 and a.size * 2 < STREAM_MIN_BYTES:
-        # float16 in cache: two rows per load of the tiles, as the C kernels' fb_apply_*_rows
-        # (measured 0.92x; slower for float32, and 1.6x slower out of cache, where C streams)
+    if amode == Apply.APPLY_A and two_rows:  # (see _two_rows)
         while pos + 2 * W <= stop:
             x0, x1 = a[pos : pos + W], a[pos + W : pos + 2 * W]
             o0, o1 = out[pos : pos + W], out[pos + W : pos + 2 * W]
+            unused = np.float32(0)  # (dy and A: APPLY_A reads neither; float32, so every branch types float32)
             for j in range(W):
                 bj, kj, mj = Bt[j], Kt[j], mt[j]
-                _store(o0, j, bj * (_load(x0, j) - mj) + kj)
-                _store(o1, j, bj * (_load(x1, j) - mj) + kj)
+                _store(o0, j, _apply1(amode, _load(x0, j), unused, unused, bj, kj, mj))
+                _store(o1, j, _apply1(amode, _load(x1, j), unused, unused, bj, kj, mj))
             pos += 2 * W
     while pos < stop:
         L = min(W, stop - pos)
         ra = a[pos : pos + L]
         rb = b[pos : pos + L]
         ro = out[pos : pos + L]
-        if amode == Apply.APPLY_FULL:
-            for j in range(L):
-                _store(ro, j, At[j] * ((_load(rb, j) + Kt[j]) + Bt[j] * (_load(ra, j) - mt[j])))
-        elif amode == Apply.APPLY_B:
-            for j in range(L):
-                _store(ro, j, At[j] * _load(rb, j))
-        else:
-            for j in range(L):
-                _store(ro, j, Bt[j] * (_load(ra, j) - mt[j]) + Kt[j])
+        for j in range(L):
+            _store(ro, j, _apply1(amode, _load(ra, j), _load(rb, j), At[j], Bt[j], Kt[j], mt[j]))
         pos += W
 
 
@@ -143,51 +154,38 @@ def _apply_run_pairs(wa, wb, wo, amode, start, n2, A, B, K, m):
     ra, rb, ro = wa[start : start + n2], wb[start : start + n2], wo[start : start + n2]
     high = np.uint32(0xFFFF0000)
     for i in range(n2):
-        if amode == Apply.APPLY_FULL:
-            xe, xo = _f32_from_bits(np.uint32(ra[i] << np.uint32(16))), _f32_from_bits(np.uint32(ra[i] & high))
-            ge, go = _f32_from_bits(np.uint32(rb[i] << np.uint32(16))), _f32_from_bits(np.uint32(rb[i] & high))
-            ye, yo = A * ((ge + K) + B * (xe - m)), A * ((go + K) + B * (xo - m))
-        elif amode == Apply.APPLY_B:
-            ye = A * _f32_from_bits(np.uint32(rb[i] << np.uint32(16)))
-            yo = A * _f32_from_bits(np.uint32(rb[i] & high))
-        else:
-            xe, xo = _f32_from_bits(np.uint32(ra[i] << np.uint32(16))), _f32_from_bits(np.uint32(ra[i] & high))
-            ye, yo = B * (xe - m) + K, B * (xo - m) + K
+        xe, xo = _f32_from_bits(np.uint32(ra[i] << np.uint32(16))), _f32_from_bits(np.uint32(ra[i] & high))
+        ge, go = _f32_from_bits(np.uint32(rb[i] << np.uint32(16))), _f32_from_bits(np.uint32(rb[i] & high))
+        ye, yo = _apply1(amode, xe, ge, A, B, K, m), _apply1(amode, xo, go, A, B, K, m)
         ro[i] = _bf16_pair(_bf16_round_high(_bits_from_f32(ye)), _bf16_round_high(_bits_from_f32(yo)))
 
 
 @njit(inline="always")
-def _split_tiles(W, At, Bt, Kt, mt):
-    """The tiles of lanes p + 2i (even) and p + 2i + 1 (odd), for pairs starting at lane parity p:
-    split[p][t] is tile t (A, B, K, m) of the even lanes, split[p][4 + t] of the odd ones."""
-    split = np.empty((2, 8, W // 2 + 1), np.float32)
+def _pair_tiles_from(tiles, pairs):
+    """pairs[p] from the per-lane tiles (A, B, K, m): the tiles of lanes p + 2i (even) and
+    p + 2i + 1 (odd), for bfloat16 pairs starting at lane parity p; pairs[p][t] is tile t of the
+    even lanes, pairs[p][4 + t] of the odd ones."""
+    W = tiles.shape[1]
     for p in range(2):
-        for t, tile in enumerate((At, Bt, Kt, mt)):
-            even, odd = split[p, t], split[p, 4 + t]
+        for t in range(4):
+            # (1-D views: written with 2-D indices, the same copy measured much slower)
+            tile, even, odd = tiles[t], pairs[p, t], pairs[p, 4 + t]
             for i in range((W - p) // 2):  # (lane p + 2i + 1 < W for every i here)
                 even[i] = tile[p + 2 * i]
                 odd[i] = tile[p + 2 * i + 1]
-    return split
 
 
 @njit(inline="always", fastmath=FASTMATH)
 def _apply_tile_pairs(wa, wb, wo, amode, start, n2, t):
-    """_apply_run_pairs with per-lane tiles, already split into even and odd lanes (t, see _split_tiles)."""
+    """_apply_run_pairs with per-lane tiles, already split into even and odd lanes (t: see _pair_tiles_from)."""
     ra, rb, ro = wa[start : start + n2], wb[start : start + n2], wo[start : start + n2]
     Ae, Be, Ke, me, Ao, Bo, Ko, mo = t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]
     high = np.uint32(0xFFFF0000)
     for i in range(n2):
-        if amode == Apply.APPLY_FULL:
-            xe, xo = _f32_from_bits(np.uint32(ra[i] << np.uint32(16))), _f32_from_bits(np.uint32(ra[i] & high))
-            ge, go = _f32_from_bits(np.uint32(rb[i] << np.uint32(16))), _f32_from_bits(np.uint32(rb[i] & high))
-            ye = Ae[i] * ((ge + Ke[i]) + Be[i] * (xe - me[i]))
-            yo = Ao[i] * ((go + Ko[i]) + Bo[i] * (xo - mo[i]))
-        elif amode == Apply.APPLY_B:
-            ye = Ae[i] * _f32_from_bits(np.uint32(rb[i] << np.uint32(16)))
-            yo = Ao[i] * _f32_from_bits(np.uint32(rb[i] & high))
-        else:
-            xe, xo = _f32_from_bits(np.uint32(ra[i] << np.uint32(16))), _f32_from_bits(np.uint32(ra[i] & high))
-            ye, yo = Be[i] * (xe - me[i]) + Ke[i], Bo[i] * (xo - mo[i]) + Ko[i]
+        xe, xo = _f32_from_bits(np.uint32(ra[i] << np.uint32(16))), _f32_from_bits(np.uint32(ra[i] & high))
+        ge, go = _f32_from_bits(np.uint32(rb[i] << np.uint32(16))), _f32_from_bits(np.uint32(rb[i] & high))
+        ye = _apply1(amode, xe, ge, Ae[i], Be[i], Ke[i], me[i])
+        yo = _apply1(amode, xo, go, Ao[i], Bo[i], Ko[i], mo[i])
         ro[i] = _bf16_pair(_bf16_round_high(_bits_from_f32(ye)), _bf16_round_high(_bits_from_f32(yo)))
 
 
@@ -196,15 +194,8 @@ def _apply_run_values(a, b, out, amode, start, L, A, B, K, m):
     ra = a[start : start + L]
     rb = b[start : start + L]
     ro = out[start : start + L]
-    if amode == Apply.APPLY_FULL:
-        for j in range(L):
-            _store(ro, j, A * ((_load(rb, j) + K) + B * (_load(ra, j) - m)))
-    elif amode == Apply.APPLY_B:
-        for j in range(L):
-            _store(ro, j, A * _load(rb, j))
-    else:
-        for j in range(L):
-            _store(ro, j, B * (_load(ra, j) - m) + K)
+    for j in range(L):
+        _store(ro, j, _apply1(amode, _load(ra, j), _load(rb, j), A, B, K, m))
 
 
 # The sweeps: an item's rows, `count` spans of `span` elements `stride` apart from `base`.  Each
@@ -232,11 +223,10 @@ def _reduce_sweep(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nro
     return nrows
 
 
-def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt):
-    if pairs_of(a):  # bfloat16: two values to a word, as in _apply_runs, with the tiles split by lane parity
+def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs):
+    if pairs_of(a):  # bfloat16: two values to a word, as in _apply_runs, with the tiles split by lane parity (pairs)
         n = a.shape[0] - a.shape[0] % 2
         wa, wb, wo = a[:n].view(np.uint32), b[:n].view(np.uint32), out[:n].view(np.uint32)
-        split = _split_tiles(W, At, Bt, Kt, mt)
         for k in range(count):
             pos, stop = base + k * stride, base + k * stride + span
             while pos < stop:  # a row of W lanes: a lone first value if it starts mid-word, pairs, a lone last
@@ -244,17 +234,18 @@ def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt):
                 j0 = pos % 2
                 npairs = (L - j0) // 2
                 if j0:
-                    _apply_span(a, b, out, MODE, pos, pos + 1, 1, At, Bt, Kt, mt)
-                _apply_tile_pairs(wa, wb, wo, MODE, (pos + j0) // 2, npairs, split[j0])
+                    _apply_span(a, b, out, MODE, pos, pos + 1, 1, At, Bt, Kt, mt, False)
+                _apply_tile_pairs(wa, wb, wo, MODE, (pos + j0) // 2, npairs, pairs[j0])
                 last = j0 + 2 * npairs
                 if last < L:
                     _apply_span(a, b, out, MODE, pos + last, pos + last + 1, 1,
-                                At[last:], Bt[last:], Kt[last:], mt[last:])  # fmt: skip
+                                At[last:], Bt[last:], Kt[last:], mt[last:], False)  # fmt: skip
                 pos += W
         return
+    two_rows = _two_rows(a)
     for k in range(count):
         start = base + k * stride
-        _apply_span(a, b, out, MODE, start, start + span, W, At, Bt, Kt, mt)
+        _apply_span(a, b, out, MODE, start, start + span, W, At, Bt, Kt, mt, two_rows)
 
 
 def _apply_runs(a, b, out, base, stride, count, L, A, B, K, m):
@@ -298,14 +289,15 @@ def _reduce(mode, a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nro
 
 
 @njit(inline="always")
-def _apply(amode, a, b, out, base, stride, count, span, W, At, Bt, Kt, mt):
-    """The rows of an apply pass with per-lane tiles (amode: an Apply value)."""
+def _apply(amode, a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs):
+    """The rows of an apply pass with per-lane tiles (amode: an Apply value; pairs: the tiles
+    split by lane parity, read for bfloat16 only)."""
     if amode == Apply.APPLY_FULL:
-        _apply_full(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt)
+        _apply_full(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs)
     elif amode == Apply.APPLY_B:
-        _apply_b(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt)
+        _apply_b(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs)
     else:
-        _apply_a(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt)
+        _apply_a(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs)
 
 
 @njit(inline="always")
@@ -324,6 +316,14 @@ def _clear(x):
     """x[:] = 0 for a 1-D x, as a plain loop (cheaper than Numba's slice assignment)."""
     for j in range(x.shape[0]):
         x[j] = 0
+
+
+@njit(inline="always")
+def _fill(x, start, n, v):
+    """x[start:start + n] = v.  The index is unsigned, so Numba emits no wraparound code for a
+    negative one and the loop vectorizes (with a signed index it stored one lane at a time)."""
+    for j in range(n):
+        x[np.uint64(start + j)] = v
 
 
 @njit(inline="always", fastmath=FASTMATH)

@@ -190,9 +190,9 @@ def apply(amode, x, dy, A, B, K, center):
     A, B, K, center = (_frozen(v) for v in (A, B, K, center))
     out_arr = outputs.empty_like(x)
     p = plan(outer, C, inner, x.dtype.itemsize)
-    tiles = channels.tile(p, A, B, K, center) if p.channels_last else np.empty((4, 1), np.float32)
+    tiles, pairs = loops.apply_tiles(a, p, A, B, K, center)
     n = _threads(x.size)
-    args = (a, b, _storage(out_arr), int(amode), p, _chunks(p.nitems, n), tiles, A, B, K, center)
+    args = (a, b, _storage(out_arr), int(amode), p, _chunks(p.nitems, n), tiles, pairs, A, B, K, center)
     _launch(loops.apply_region, n, *args)
     return out_arr
 
