@@ -146,18 +146,26 @@ def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt, two_rows):
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def _apply_run_pairs(wa, wb, wo, amode, start, n2, A, B, K, m):
-    """bfloat16 runs two values to a 32-bit word (wa, wb, wo: the arrays' words; start, n2: the
-    run's first word and its length in words), as _fp.h's fb_apply_bf16_pairs: the even value
-    shifted up and the odd one masked are float32s; each is computed by the same formula and
-    rounded by the same bits, then the two go back into one word (no widening or packing)."""
-    ra, rb, ro = wa[start : start + n2], wb[start : start + n2], wo[start : start + n2]
+def _apply_word(amode, xa, xb, even, odd):
+    """One 32-bit word of two bfloat16 results from the words xa (of x) and xb (of dy), as _fp.h's
+    fb_apply_bf16_pairs: the even value shifted up and the odd one masked are float32s; each is
+    computed by the same formula (coefficients even, odd: (A, B, K, m)) and rounded by the same
+    bits, then the two go back into one word, the even value low (no widening or packing)."""
     high = np.uint32(0xFFFF0000)
+    xe, xo = _f32_from_bits(np.uint32(xa << np.uint32(16))), _f32_from_bits(np.uint32(xa & high))
+    ge, go = _f32_from_bits(np.uint32(xb << np.uint32(16))), _f32_from_bits(np.uint32(xb & high))
+    ye = _apply1(amode, xe, ge, even[0], even[1], even[2], even[3])
+    yo = _apply1(amode, xo, go, odd[0], odd[1], odd[2], odd[3])
+    return _bf16_pair(_bf16_round_high(_bits_from_f32(ye)), _bf16_round_high(_bits_from_f32(yo)))
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _apply_run_pairs(wa, wb, wo, amode, start, n2, A, B, K, m):
+    """bfloat16 runs of one channel two values to a word (wa, wb, wo: the arrays' words; start,
+    n2: the run's first word and its length in words); see _apply_word."""
+    ra, rb, ro = wa[start : start + n2], wb[start : start + n2], wo[start : start + n2]
     for i in range(n2):
-        xe, xo = _f32_from_bits(np.uint32(ra[i] << np.uint32(16))), _f32_from_bits(np.uint32(ra[i] & high))
-        ge, go = _f32_from_bits(np.uint32(rb[i] << np.uint32(16))), _f32_from_bits(np.uint32(rb[i] & high))
-        ye, yo = _apply1(amode, xe, ge, A, B, K, m), _apply1(amode, xo, go, A, B, K, m)
-        ro[i] = _bf16_pair(_bf16_round_high(_bits_from_f32(ye)), _bf16_round_high(_bits_from_f32(yo)))
+        ro[i] = _apply_word(amode, ra[i], rb[i], (A, B, K, m), (A, B, K, m))
 
 
 @njit(inline="always")
@@ -180,13 +188,8 @@ def _apply_tile_pairs(wa, wb, wo, amode, start, n2, t):
     """_apply_run_pairs with per-lane tiles, already split into even and odd lanes (t: see _pair_tiles_from)."""
     ra, rb, ro = wa[start : start + n2], wb[start : start + n2], wo[start : start + n2]
     Ae, Be, Ke, me, Ao, Bo, Ko, mo = t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]
-    high = np.uint32(0xFFFF0000)
     for i in range(n2):
-        xe, xo = _f32_from_bits(np.uint32(ra[i] << np.uint32(16))), _f32_from_bits(np.uint32(ra[i] & high))
-        ge, go = _f32_from_bits(np.uint32(rb[i] << np.uint32(16))), _f32_from_bits(np.uint32(rb[i] & high))
-        ye = _apply1(amode, xe, ge, Ae[i], Be[i], Ke[i], me[i])
-        yo = _apply1(amode, xo, go, Ao[i], Bo[i], Ko[i], mo[i])
-        ro[i] = _bf16_pair(_bf16_round_high(_bits_from_f32(ye)), _bf16_round_high(_bits_from_f32(yo)))
+        ro[i] = _apply_word(amode, ra[i], rb[i], (Ae[i], Be[i], Ke[i], me[i]), (Ao[i], Bo[i], Ko[i], mo[i]))
 
 
 @njit(inline="always", fastmath=FASTMATH)
