@@ -26,7 +26,7 @@ from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, tile
 from ._numba_fp import pairs_of
 from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _pair_tiles_from, _reduce, _runs
-from ._plan import FOLD_WAYS, Apply, Op, Reduce
+from ._plan import FOLD_WAYS, RUN_MIN_INNER, Apply, Op, Reduce
 
 assert FOLD_WAYS == 8, "_fold_run is written out for eight running totals"
 
@@ -136,8 +136,9 @@ def _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums)
 def _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles, pairs):
     c0, nch, n0, n1 = _block_bounds(p, item)
     base, stride = (n0 * p.C + c0) * p.inner, p.C * p.inner
-    if p.block == 1:  # large planes: one channel, scalar coefficients
-        _runs(amode, a, b, out, base, stride, n1 - n0, p.inner, A[c0], B[c0], K[c0], center[c0])
+    if p.block == 1 or p.inner >= RUN_MIN_INNER:  # long planes: a channel's runs, scalar coefficients
+        for c in range(c0, c0 + nch):
+            _runs(amode, a, b, out, base + (c - c0) * p.inner, stride, n1 - n0, p.inner, A[c], B[c], K[c], center[c])
         return
     R = p.run
     At, Bt, Kt, mt = tiles[0], tiles[1], tiles[2], tiles[3]
@@ -170,8 +171,14 @@ def _chunk(t, n, nchunks):
 
 @njit(inline="always")
 def _pair_scratch(a, W):
-    """Pair tiles of W lanes for bfloat16 data (see _pair_tiles_from), else a stub."""
+    """Room for the pair tiles of W lanes if a is bfloat16 (see _pair_tiles_from), else a stub."""
     return np.empty((2, 8, W // 2 + 1 if pairs_of(a) else 1), np.float32)
+
+
+@njit(inline="always")
+def _tile_scratch(a, W):
+    """Per-lane tiles (A, B, K, m) of W lanes, and room for their pair tiles."""
+    return np.empty((4, W), np.float32), _pair_scratch(a, W)
 
 
 @cached_njit()
@@ -179,7 +186,7 @@ def apply_tiles(a, p, A, B, K, center):
     """The channels-last tiles of a call (lane j: channel j % C) and, for bfloat16, their pair
     tiles, built once for all items; channels-first items build their own."""
     if not p.channels_last:
-        return np.empty((4, 1), np.float32), _pair_scratch(a, 1)
+        return _tile_scratch(a, 1)
     tiles, pairs = tile(p, A, B, K, center), _pair_scratch(a, p.width)
     if pairs_of(a):
         _pair_tiles_from(tiles, pairs)
@@ -230,7 +237,7 @@ def samples_region(a, b, mode, p, nsamples, nchunks, m_tile, center, out):
 def apply_region(a, b, out, amode, p, nchunks, tiles, pairs, A, B, K, center):
     """The apply pass; channels-last rows use the call's tiles and pairs (see apply_tiles)."""
     for t in prange(nchunks):
-        plane_tiles, plane_pairs = np.empty((4, p.width), np.float32), _pair_scratch(a, p.width)
+        plane_tiles, plane_pairs = _tile_scratch(a, p.width)
         i0, i1 = _chunk(t, p.nitems, nchunks)
         for item in range(i0, i1):
             if p.channels_last:
@@ -282,7 +289,7 @@ def _fused_items(a, b, out, p, i0, i1, params):
     op = params.op
     m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
     sums = np.empty((2, p.block), np.float64)
-    tiles, pairs = np.empty((4, p.width), np.float32), _pair_scratch(a, p.width)
+    tiles, pairs = _tile_scratch(a, p.width)
     amode = _apply_mode(op)
     for item in range(i0, i1):
         c0, nch, _, _ = _block_bounds(p, item)

@@ -46,6 +46,7 @@ PLANE_ITEM_BYTES = 4 << 20  # channels-first: bytes of (x, dy) per item: about o
 MIN_ITEMS = 16  # channels-first: split channels so that few channels still share out
 STREAM_MIN_BYTES = 8 << 20  # outputs this large are written with non-temporal stores (past the ~8 MB of L3 one gets)
 SERIAL_BELOW = 1 << 15  # below this many elements one thread beats waking a team (~1-2 us per region)
+RUN_MIN_INNER = 128  # channels-first: planes this long are applied run by run, with scalar coefficients
 
 
 class Op(IntEnum):
@@ -78,7 +79,7 @@ CONTRACT_ENUMS = (Op, Reduce, Apply)
 # Emitted into the Cython build as compile-time constants (array bounds need them).
 PXI_CONSTANTS = (
     "LANES", "MAX_W", "BLOCK_ROWS", "STRIP_PIECES", "FOLD_WAYS", "ROW_ITEM_ELEMS", "MAX_ROW_ITEMS", "PLANE_ITEM_BYTES",
-    "MIN_ITEMS", "STREAM_MIN_BYTES",
+    "MIN_ITEMS", "STREAM_MIN_BYTES", "RUN_MIN_INNER",
 )  # fmt: skip
 CYTHON_DIR = Path(__file__).parent / "_cython"
 

@@ -11,6 +11,7 @@ cdef enum:
     PLANE_ITEM_BYTES = 4194304
     MIN_ITEMS = 16
     STREAM_MIN_BYTES = 8388608
+    RUN_MIN_INNER = 128
 
 
 cdef enum Op:
