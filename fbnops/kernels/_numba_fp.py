@@ -36,6 +36,26 @@ def _bits_from_f32(typingctx, f):
     return types.uint32(types.float32), codegen
 
 
+@intrinsic
+def borrowed(typingctx, arr):
+    """arr without its reference count: a view Numba does not count (no meminfo).  Every array
+    a function passes to an inlined helper is counted up and down once per call, with atomic
+    adds (measured 13% of a channels-first gradient's reduction, a helper call per plane);
+    a borrowed array's counts are calls that return at once.  Only for arrays whose owner
+    outlives every use: a function's arguments, borrowed at its top."""
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(arr)(context, builder, value=args[0])
+        view = context.make_array(arr)(context, builder)
+        for field in ("nitems", "itemsize", "data", "shape", "strides"):
+            setattr(view, field, getattr(ary, field))
+        view.meminfo = ir.Constant(ary.meminfo.type, None)
+        view.parent = ir.Constant(ary.parent.type, None)
+        return view._getvalue()
+
+    return arr(arr), codegen
+
+
 def _compiles_f16c() -> bool:
     """Whether Numba compiles for a CPU with F16C (vcvtph2ps / vcvtps2ph); False if unknown."""
     try:

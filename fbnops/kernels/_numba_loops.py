@@ -26,7 +26,7 @@ from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, tile
 from ._numba_fp import pairs_of
 from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _pair_tiles_from, _reduce, _runs
-from ._plan import FOLD_WAYS, RUN_MIN_INNER, Apply, Op, Reduce
+from ._plan import FOLD_WAYS, Apply, Op, Reduce
 
 assert FOLD_WAYS == 8, "_fold_run is written out for eight running totals"
 
@@ -136,7 +136,7 @@ def _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums)
 def _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles, pairs):
     c0, nch, n0, n1 = _block_bounds(p, item)
     base, stride = (n0 * p.C + c0) * p.inner, p.C * p.inner
-    if p.block == 1 or p.inner >= RUN_MIN_INNER:  # long planes: a channel's runs, scalar coefficients
+    if p.runs:  # long planes: a channel's runs, scalar coefficients (see _plan.Plan)
         for c in range(c0, c0 + nch):
             _runs(amode, a, b, out, base + (c - c0) * p.inner, stride, n1 - n0, p.inner, A[c], B[c], K[c], center[c])
         return

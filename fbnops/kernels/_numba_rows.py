@@ -13,7 +13,7 @@ from types import FunctionType
 import numpy as np
 from numba import njit
 
-from ._numba_fp import _bf16_pair, _bf16_round_high, _bits_from_f32, _f32_from_bits, _load, _store, pairs_of
+from ._numba_fp import _bf16_pair, _bf16_round_high, _bits_from_f32, _f32_from_bits, _load, _store, borrowed, pairs_of
 from ._plan import BLOCK_ROWS, STREAM_MIN_BYTES, Apply, Reduce
 
 MODE = -1  # the mode a sweep is compiled for: each compiled twin binds its own (see _per_mode)
@@ -205,10 +205,13 @@ def _apply_run_values(a, b, out, amode, start, L, A, B, K, m):
 # is compiled once per mode (MODE, a constant to Numba: see _per_mode) and not inlined, so that
 # its loops are alone in their LLVM function: with the mode tested at run time, or with the
 # item's set-up loops around them, LLVM vectorized them worse (small channels-first planes ran
-# at half the Cython speed).
+# at half the Cython speed).  Each borrows its arrays first (see _numba_fp.borrowed): its
+# helpers are called per row or per plane, and every call counted each array up and down.
 
 
 def _reduce_sweep(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows):
+    a, b, m = borrowed(a), borrowed(b), borrowed(m)
+    acc0, acc1, p0, p1 = borrowed(acc0), borrowed(acc1), borrowed(p0), borrowed(p1)
     k = 0
     group = 4 if MODE == Reduce.RED_GRAD else 8  # (rows a call of _reduce_rows adds)
     while k < count:
@@ -227,6 +230,8 @@ def _reduce_sweep(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nro
 
 
 def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs):
+    a, b, out, pairs = borrowed(a), borrowed(b), borrowed(out), borrowed(pairs)
+    At, Bt, Kt, mt = borrowed(At), borrowed(Bt), borrowed(Kt), borrowed(mt)
     if pairs_of(a):  # bfloat16: two values to a word, as in _apply_runs, with the tiles split by lane parity (pairs)
         n = a.shape[0] - a.shape[0] % 2
         wa, wb, wo = a[:n].view(np.uint32), b[:n].view(np.uint32), out[:n].view(np.uint32)
@@ -252,6 +257,7 @@ def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs)
 
 
 def _apply_runs(a, b, out, base, stride, count, L, A, B, K, m):
+    a, b, out = borrowed(a), borrowed(b), borrowed(out)
     if pairs_of(a) and base % 2 == 0 and stride % 2 == 0:  # bfloat16 runs that start on a word
         n = a.shape[0] - a.shape[0] % 2
         wa, wb, wo = a[:n].view(np.uint32), b[:n].view(np.uint32), out[:n].view(np.uint32)

@@ -37,7 +37,7 @@ from ._fp cimport NarrowRuns, fb_bf16, fb_f64_lanes, fb_half, fb_narrow_bf16_run
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
 from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FOLD_WAYS, FWD_INFER, FWD_TRAIN, GRAD_FROZEN, GRAD_TRAIN, MAX_W,
                     STRIP_PIECES, _ceil_div,
-                    RED_GRAD, RED_SQ, RED_SUM, RUN_MIN_INNER, STREAM_MIN_BYTES, Apply, Op, Plan, Reduce, make_plan)
+                    RED_GRAD, RED_SQ, RED_SUM, STREAM_MIN_BYTES, Apply, Op, Plan, Reduce, make_plan)
 
 cnp.import_array()
 

@@ -325,9 +325,7 @@ cdef void apply_plane_item(const Plan* P, const Params* params, Apply mode, Py_s
     cdef Py_ssize_t j, c, n, base, c0, nch, n0, n1, span, W = P.width
     block_bounds(P, item, &c0, &nch, &n0, &n1)
     span = nch * P.inner
-    # Planes of RUN_MIN_INNER or more (and one-channel blocks): a channel's run of a row at a time, with
-    # its scalar coefficients (one load per vector, not four; measured 0.84-0.98x at 12x12 to 16x16)
-    if P.block == 1 or P.inner >= RUN_MIN_INNER:
+    if P.runs:  # long planes: a channel's run of a row at a time, its scalar coefficients (see _plan.Plan)
         for n in range(n0, n1):
             for c in range(c0, c0 + nch):
                 base = (n * P.C + c) * P.inner

@@ -45,6 +45,7 @@ cdef struct Plan:
     Py_ssize_t block  # channels-first: channels per item (planes side by side in one row)
     Py_ssize_t run  # channels-first: lanes per channel in a row (lane j is channel j // run)
     Py_ssize_t per_channel  # channels-first: items per channel block (batch ranges)
+    bint runs  # channels-first: apply a channel's runs with scalar coefficients (see Plan)
 
 
 cdef inline Py_ssize_t _gcd(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
@@ -58,7 +59,7 @@ cdef inline Py_ssize_t _ceil_div(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
 
 
 cdef inline Plan _partition(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize) noexcept nogil:
-    cdef Py_ssize_t fold, rows, nitems, block, run, width, nblocks, per_channel
+    cdef Py_ssize_t fold, rows, nitems, block, run, width, nblocks, per_channel, runs
     if inner == 1:
         fold = 1
         if C < LANES:  # fold rows until the row is a multiple of 16 lanes and >= LANES
@@ -67,7 +68,7 @@ cdef inline Plan _partition(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py
                 fold *= 2
         rows = _ceil_div(outer, fold)
         nitems = max(1, min(_ceil_div(outer * C, ROW_ITEM_ELEMS), MAX_ROW_ITEMS, rows))
-        return Plan(True, outer, C, inner, C * fold, fold, rows, nitems, 0, 0, 0)
+        return Plan(True, outer, C, inner, C * fold, fold, rows, nitems, 0, 0, 0, False)
     if inner < LANES:  # small planes: a row is `block` whole planes (contiguous in memory)
         block = min(C, _ceil_div(LANES, inner))
         run = inner
@@ -79,7 +80,8 @@ cdef inline Plan _partition(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py
     nblocks = _ceil_div(C, block)
     per_channel = max(_ceil_div(outer * block * inner * 2 * itemsize, PLANE_ITEM_BYTES), _ceil_div(MIN_ITEMS, nblocks))
     per_channel = max(1, min(per_channel, outer))
-    return Plan(False, outer, C, inner, width, 1, 0, nblocks * per_channel, block, run, per_channel)
+    runs = block == 1 or inner >= RUN_MIN_INNER
+    return Plan(False, outer, C, inner, width, 1, 0, nblocks * per_channel, block, run, per_channel, runs)
 
 
 cdef inline Plan make_plan(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize) noexcept nogil:
