@@ -23,10 +23,10 @@ import numpy as np
 from numba import njit, prange
 
 from ._numba_cache import cached_njit
-from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, tile
+from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, make_params, tile
 from ._numba_fp import pairs_of
 from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _pair_tiles_from, _reduce, _runs
-from ._plan import FOLD_WAYS, Apply, Op, Reduce
+from ._plan import FOLD_WAYS, Apply, Op, Plan, Reduce
 
 assert FOLD_WAYS == 8, "_fold_run is written out for eight running totals"
 
@@ -305,13 +305,16 @@ def _fused_items(a, b, out, p, i0, i1, params):
 # ---------------------------------------------------------------------------------------
 
 
-def _drive(a, b, out, p, nchunks, params):
+def _drive(a, b, out, plan_fields, nchunks, op, eps, n, scale, offset, variance, center):
     """The whole op: each reduction pass with its finish, then the apply pass; channel blocks
-    that hold whole channels run all three in one region (fused_region)."""
-    op = params.op
+    that hold whole channels run all three in one region (fused_region).  Returns the block of
+    per-channel vectors (see make_params).  The plan comes as a plain tuple: Numba types a
+    NamedTuple argument field by field on every call (~3 us)."""
+    p = Plan(*plan_fields)
+    params, vecs = make_params(op, eps, n, scale, offset, variance, center)
     if not p.channels_last and p.per_channel == 1 and op != Op.FWD_INFER:
         fused_region(a, b, out, p, nchunks, params)
-        return
+        return vecs
     s = np.zeros((2, p.C))
     part = np.empty((p.nitems, 2, p.width if p.channels_last else p.block))
     npasses = _npasses(op)
@@ -324,6 +327,7 @@ def _drive(a, b, out, p, nchunks, params):
     A, B, K, center = params.A, params.B, params.K, params.center
     tiles, pairs = apply_tiles(a, p, A, B, K, center)
     apply_region(a, b, out, _apply_mode(op), p, nchunks, tiles, pairs, A, B, K, center)
+    return vecs
 
 
 def _over(fn, k: int, suffix: str):

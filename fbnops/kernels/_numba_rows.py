@@ -321,18 +321,17 @@ def _runs(amode, a, b, out, base, stride, count, L, A, B, K, m):
 
 
 @njit(inline="always")
-def _clear(x):
-    """x[:] = 0 for a 1-D x, as a plain loop (cheaper than Numba's slice assignment)."""
-    for j in range(x.shape[0]):
-        x[j] = 0
-
-
-@njit(inline="always")
 def _fill(x, start, n, v):
     """x[start:start + n] = v.  The index is unsigned, so Numba emits no wraparound code for a
     negative one and the loop vectorizes (with a signed index it stored one lane at a time)."""
     for j in range(n):
         x[np.uint64(start + j)] = v
+
+
+@njit(inline="always")
+def _clear(x):
+    """x[:] = 0 for a 1-D x: a memset (Numba's slice assignment cost more)."""
+    _fill(x, 0, x.shape[0], 0)
 
 
 @njit(inline="always", fastmath=FASTMATH)

@@ -28,7 +28,6 @@ from ..framework.threads import note_parallel
 from . import _numba_channels as channels
 from . import _numba_loops as loops
 from . import outputs
-from ._numba_channels import Params
 from ._plan import Op, plan, threads_for
 
 # Storage dtype of each input dtype: float32 as is, 16-bit floats as their bits (Numba has
@@ -110,19 +109,17 @@ def _partials(p, center):
     return np.empty((p.nitems, 2, p.width if p.channels_last else p.block)), channels.center_tile(p, center)
 
 
-def _params(op: int, n: float, epsilon: float, scale, offset, variance, center) -> Params:
-    """The Params of a call, its eight per-channel vectors rows of one zeroed allocation (one
-    np.zeros instead of five and a copy: 7.6 -> 5.6 us at C=512): the first (scale_backprop
-    or batch_mean) and second (offset_backprop or batch_var) outputs, A, B, K, the centre
-    (a copy: FWD_TRAIN writes it), and zeros for an absent offset or variance."""
-    vec0, vec1, A, B, K, own_center, no_offset, no_variance = np.zeros((8, scale.shape[0]), np.float32)
-    if op != Op.FWD_TRAIN:
-        own_center[:] = center
-    offset = _frozen(offset if offset is not None else no_offset)
-    variance = _frozen(variance if variance is not None else no_variance)
-    return Params(
-        int(op), np.float32(epsilon), n, _frozen(scale), offset, variance, own_center, A, B, K, vec0, vec1, vec0, vec1
-    )
+def _vector(v) -> np.ndarray:
+    """A per-channel input as the kernels take it: read-only (see _storage), an empty array if absent."""
+    return _frozen(v) if v is not None else _ABSENT
+
+
+_ABSENT = _frozen(np.zeros(0, np.float32))
+
+
+def _per_channel(op: int, epsilon: float, n: float, scale, offset, variance, center) -> tuple:
+    """The per-channel arguments of the driver and the finish stage (see make_params)."""
+    return int(op), float(epsilon), n, _frozen(scale), _vector(offset), _vector(variance), _vector(center)
 
 
 def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
@@ -130,10 +127,10 @@ def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
     a, b = _inputs(x, dy)
     out_arr = outputs.empty_like(x)
     p = plan(outer, C, inner, x.dtype.itemsize)
-    params = _params(op, float(outer) * float(inner), epsilon, scale, offset, variance, mean)
+    per_channel = _per_channel(op, epsilon, float(outer) * float(inner), scale, offset, variance, mean)
     n = _threads(x.size)
-    _launch(loops.drive, n, a, b, _storage(out_arr), p, _chunks(p.nitems, n), params)
-    return out_arr, params.scale_backprop, params.offset_backprop
+    vecs = _launch(loops.drive, n, a, b, _storage(out_arr), tuple(p), _chunks(p.nitems, n), *per_channel)
+    return out_arr, vecs[0], vecs[1]
 
 
 @register_kernel("FusedBatchNormGradV3", "numba")
@@ -176,11 +173,9 @@ def reduce_totals(mode, x, dy, center, rows_per_sample):
 
 @register_stage("finish", "numba")
 def finish(op, s0, s1, count, epsilon, scale, offset, variance, center):
-    params = _params(op, float(count), epsilon, scale, offset, variance, center)
-    s0, s1 = _frozen(s0), _frozen(s1)
-    for q in range(2 if op == Op.FWD_TRAIN else 1):
-        channels.finish_pass(params, q, s0, s1)
-    return params.scale_backprop, params.offset_backprop, params.A, params.B, params.K
+    per_channel = _per_channel(op, epsilon, float(count), scale, offset, variance, center)
+    vecs = channels.finish(*per_channel, _frozen(s0), _frozen(s1))
+    return vecs[0], vecs[1], vecs[2], vecs[3], vecs[4]
 
 
 @register_stage("apply", "numba")
