@@ -17,7 +17,7 @@ import pytest
 
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
-pytestmark = pytest.mark.skipif(
+needs_cores = pytest.mark.skipif(
     CORES < 2 or not os.path.exists("/proc/stat"), reason="needs 2 or more cores and Linux's /proc/stat"
 )
 
@@ -64,6 +64,7 @@ def one_core_busy():
         hog.wait()
 
 
+@needs_cores
 def test_a_busy_core_is_left_to_its_process(one_core_busy):
     seen = probe()
     assert seen["busy"] >= 0.7, seen  # the other process's core is seen as taken...
@@ -72,6 +73,18 @@ def test_a_busy_core_is_left_to_its_process(one_core_busy):
     assert seen["same"], seen  # the same bits at either thread count
 
 
+@needs_cores
 def test_adaptive_threads_can_be_turned_off(one_core_busy):
     seen = probe({"FBNOPS_ADAPTIVE_THREADS": "0"})
     assert seen["busy"] >= 0.7 and seen["default"] == CORES, seen
+
+
+@pytest.mark.parametrize(
+    "cores, busy, free",
+    [(2, 0.0, 2), (2, 0.25, 2), (2, 0.35, 1), (2, 0.5, 1), (2, 1.0, 1), (2, 2.0, 1), (4, 1.2, 3), (4, 1.5, 2)],
+)
+def test_a_core_is_free_only_when_others_barely_use_it(monkeypatch, cores, busy, free):
+    from fbnops.framework import load
+
+    monkeypatch.setattr(load, "busy_elsewhere", lambda: busy)
+    assert load.idle_cores(cores) == free
