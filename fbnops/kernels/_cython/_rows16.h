@@ -55,10 +55,18 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
               mode == FB_APPLY_A ? _mm256_setzero_ps() : LOAD8(pb), vA, vB, vK, vm)
 #define FB_APPLY8(LOAD8, COEF8, j)                                                                  \
     FB_APPLY8V(LOAD8, a + (j), b + (j), COEF8(A, j), COEF8(B, j), COEF8(K, j), COEF8(m, j))
+/* The 16-value step of every apply loop: values j to j + 15, the first 8 through the coefficient
+ * vectors (A0, B0, K0, m0), the next 8 through (A1, ...), two vectors per narrowing store. */
+#define FB_APPLY16V(LOAD8, STORE16, j, A0, B0, K0, m0, A1, B1, K1, m1)                              \
+    STORE16(out + (j), FB_APPLY8V(LOAD8, a + (j), b + (j), A0, B0, K0, m0),                         \
+            FB_APPLY8V(LOAD8, a + (j) + 8, b + (j) + 8, A1, B1, K1, m1))
+/* ... with the coefficients COEF8(v, i) of lanes i and i + 8. */
+#define FB_APPLY16(LOAD8, STORE16, COEF8, i)                                                        \
+    FB_APPLY16V(LOAD8, STORE16, i, COEF8(A, i), COEF8(B, i), COEF8(K, i), COEF8(m, i),              \
+                COEF8(A, (i) + 8), COEF8(B, (i) + 8), COEF8(K, (i) + 8), COEF8(m, (i) + 8))
 #define FB_APPLY_LOOP(LOAD8, STORE8, STORE16, LOAD1, STORE1, COEF8, COEF1)                          \
     ptrdiff_t i = 0;                                                                                \
-    for (; i + 16 <= n; i += 16) /* two vectors per narrowing store */                              \
-        STORE16(out + i, FB_APPLY8(LOAD8, COEF8, i), FB_APPLY8(LOAD8, COEF8, i + 8));               \
+    for (; i + 16 <= n; i += 16) FB_APPLY16(LOAD8, STORE16, COEF8, i);                              \
     FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, COEF8, COEF1)
 /* From i on: 8 lanes at a time, then one by one. */
 #define FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, COEF8, COEF1)                                   \
@@ -89,8 +97,7 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
 /* The 16-value steps of a run (one channel's coefficients): two vectors per narrowing store, or
  * bfloat16 pairs. */
 #define FB_RUN16_VECTORS(LOAD8, STORE16)                                                            \
-    for (; i + 16 <= n; i += 16)                                                                    \
-        STORE16(out + i, FB_APPLY8(LOAD8, FB_CHANNEL8, i), FB_APPLY8(LOAD8, FB_CHANNEL8, i + 8));
+    for (; i + 16 <= n; i += 16) FB_APPLY16(LOAD8, STORE16, FB_CHANNEL8, i);
 #define FB_RUN16_PAIRS(LOAD8, STORE16)                                                              \
     {                                                                                               \
         const __m256 vA = _mm256_set1_ps(A), vB = _mm256_set1_ps(B), vK = _mm256_set1_ps(K), vm = _mm256_set1_ps(m); \
@@ -238,10 +245,8 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
             const __m256 A0 = FB_LANE8(A, i), B0 = FB_LANE8(B, i), K0 = FB_LANE8(K, i), m0 = FB_LANE8(m, i); \
             const __m256 A1 = FB_LANE8(A, i + 8), B1 = FB_LANE8(B, i + 8), K1 = FB_LANE8(K, i + 8);  \
             const __m256 m1 = FB_LANE8(m, i + 8);                                                   \
-            STORE16(out + i, FB_APPLY8V(LOAD8, a + i, b + i, A0, B0, K0, m0),                       \
-                    FB_APPLY8V(LOAD8, a + i + 8, b + i + 8, A1, B1, K1, m1));                       \
-            STORE16(out + n + i, FB_APPLY8V(LOAD8, a + n + i, b + n + i, A0, B0, K0, m0),           \
-                    FB_APPLY8V(LOAD8, a + n + i + 8, b + n + i + 8, A1, B1, K1, m1));               \
+            FB_APPLY16V(LOAD8, STORE16, i, A0, B0, K0, m0, A1, B1, K1, m1);                         \
+            FB_APPLY16V(LOAD8, STORE16, n + i, A0, B0, K0, m0, A1, B1, K1, m1);                     \
         }                                                                                           \
         fb_apply_##NAME##_row_in(mode, a + i, b + i, out + i, n - i, A + i, B + i, K + i, m + i);   \
         fb_apply_##NAME##_row_in(mode, a + n + i, b + n + i, out + n + i, n - i, A + i, B + i, K + i, m + i); \
