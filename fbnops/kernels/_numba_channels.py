@@ -105,14 +105,12 @@ def make_params(op, eps, n, scale, offset, variance, center):
     (passed as empty arrays: one compiled specialization for every op).  Built here, not in
     Python, where the record cost ~10 us a call and its typing at the call ~5 us more."""
     vecs = np.zeros((8, scale.shape[0]), np.float32)
+    v0, v1, A, B, K, own_center = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4], vecs[5]
     if op != Op.FWD_TRAIN:
-        vecs[5, :] = center
+        own_center[:] = center
     offset = offset if offset.shape[0] else vecs[6]
     variance = variance if variance.shape[0] else vecs[7]
-    v0, v1 = vecs[0], vecs[1]
-    return Params(
-        op, np.float32(eps), n, scale, offset, variance, vecs[5], vecs[2], vecs[3], vecs[4], v0, v1, v0, v1
-    ), vecs
+    return Params(op, np.float32(eps), n, scale, offset, variance, own_center, A, B, K, v0, v1, v0, v1), vecs
 
 
 @cached_njit()

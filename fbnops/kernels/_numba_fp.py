@@ -1,5 +1,6 @@
 """16-bit storage for the Numba kernels: float16 and bfloat16 as bits, exact widening,
-round-to-nearest-even narrowing (the twin of ``_cython/_fp.h``).
+round-to-nearest-even narrowing (the twin of ``_cython/_fp.h``); and ``borrowed``, the
+uncounted array views of the row sweeps.
 
 Numba has no float16/bfloat16 on the CPU: float16 data is read as ``uint16`` and
 bfloat16 bits as ``int16`` (a distinct type, so the choice is made when Numba types
