@@ -89,3 +89,13 @@ def test_large_calls_are_not_remembered():
     big = np.broadcast_to(np.float32(1), (1 << 11, 1, 1 << 10, 8))  # 64 MiB claimed, 4 bytes owned
     dx = grad(x=big, y_backprop=big).x_backprop
     assert dx.shape == big.shape and not ex._PASSED
+
+
+def test_strided_inputs_have_no_signature_and_are_copied_for_the_kernel():
+    first = grad()  # remembered: a later call of this shape and dtype skips validation
+    strided = np.empty((2, 4, 4, 16), np.float32)[..., ::2]
+    strided[...] = X
+    assert ex.call_signature("raw_ops", "Op", {"x": strided}, {}) is None
+    second = grad(x=strided, y_backprop=strided)
+    for a, b in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))

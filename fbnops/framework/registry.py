@@ -138,7 +138,16 @@ DEFAULT_BACKEND = "cython"
 
 _KERNELS: dict[tuple[str, str], Callable] = {}
 _LOAD_ERRORS: dict[str, str] = {}
-_state = threading.local()
+
+
+class _ThreadState(threading.local):
+    """Per thread: the stack of ``with backend(...)`` blocks (a class attribute until a thread
+    pushes one: a missing attribute would cost a raised AttributeError on every op call)."""
+
+    stack: list[str] | None = None
+
+
+_state = _ThreadState()
 _global = {"backend": None}
 
 
@@ -216,7 +225,7 @@ def set_backend(name: str) -> None:
 
 def get_backend() -> str:
     """The backend in force here: a ``with backend(...)`` block's, else the global one."""
-    stack = getattr(_state, "stack", None)
+    stack = _state.stack
     if stack:
         return stack[-1]
     return _global["backend"] or _default_backend()
@@ -226,7 +235,7 @@ def get_backend() -> str:
 def backend(name: str) -> Iterator[str]:
     """``with fbnops.backend("numba"): ...`` - a backend for one block (per thread)."""
     check_backend(name)
-    stack = getattr(_state, "stack", None)
+    stack = _state.stack
     if stack is None:
         stack = _state.stack = []
     stack.append(name)

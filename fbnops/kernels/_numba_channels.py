@@ -127,16 +127,22 @@ def finish(op, eps, n, scale, offset, variance, center, s0, s1):
     return vecs
 
 
+@njit(inline="always")
+def _tile_channels(p, v, tile):
+    """Lane j of a folded row is channel j % C: `fold` copies of the C channels."""
+    for q in range(p.fold):
+        for c in range(p.C):
+            tile[q * p.C + c] = v[c]
+
+
 @cached_njit()
 def tile(p, A, B, K, center):
     """Channels-last per-lane tiles: lane j holds channel j % C."""
     tiles = np.empty((4, p.width), np.float32)
-    for j in range(p.width):
-        c = j % p.C
-        tiles[0, j] = A[c]
-        tiles[1, j] = B[c]
-        tiles[2, j] = K[c]
-        tiles[3, j] = center[c]
+    _tile_channels(p, A, tiles[0])
+    _tile_channels(p, B, tiles[1])
+    _tile_channels(p, K, tiles[2])
+    _tile_channels(p, center, tiles[3])
     return tiles
 
 
@@ -144,5 +150,7 @@ def tile(p, A, B, K, center):
 def center_tile(p, center):
     """What a reduction centres lane j on: channels-last tiles, channels-first the vector."""
     if p.channels_last:
-        return tile(p, center, center, center, center)[3].copy()
+        centers = np.empty(p.width, np.float32)
+        _tile_channels(p, center, centers)
+        return centers
     return center.copy()

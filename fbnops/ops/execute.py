@@ -172,24 +172,35 @@ _PASSED: dict[tuple, dict[str, Any]] = {}
 MAX_REMEMBERED = 1024
 
 
+_SCALAR_ATTR_TYPES = frozenset((bool, int, float, str, type(None)))  # hashable: no trial hash needed
+
+
 def call_signature(surface: str, op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]) -> tuple | None:
     """What the validation of this call on ``surface`` (whose conversions come first) depends
-    on, or None if it cannot be remembered."""
-    key: list = [surface, op_type, *inputs, *attrs]
-    for value in inputs.values():
+    on, or None if it cannot be remembered.  Every input of a call with a signature is an
+    ndarray, C-contiguous and aligned: the fast path hands them to the op's body as they are."""
+    key: list = [surface, op_type]
+    for name, value in inputs.items():
         if type(value) is not np.ndarray:
             return None
-        key += (value.shape, value.dtype)
-    for value in attrs.values():
+        flags = value.flags
+        if not (flags.c_contiguous and flags.aligned):  # the full path copies it
+            return None
+        key += (name, value.shape, value.dtype)
+    trial_hash = False
+    for name, value in attrs.items():
         kind = type(value)
-        key += (kind, value)
+        key += (name, kind, value)
         if kind is float:  # -0.0 == 0.0 but can give other results (NaN never matches itself)
             key.append(math.copysign(1.0, value))
+        elif kind not in _SCALAR_ATTR_TYPES:
+            trial_hash = True
     signature = tuple(key)
-    try:
-        hash(signature)
-    except TypeError:  # an unhashable attr value: the full path judges it
-        return None
+    if trial_hash:
+        try:
+            hash(signature)
+        except TypeError:  # an unhashable attr value: the full path judges it
+            return None
     return signature
 
 
@@ -220,6 +231,11 @@ def execute_checked(
     The op's body receives every input C-contiguous and aligned (one copy of any
     other layout, which :func:`_check_memory` counted), so no body copies its inputs.
     """
+    return _run_body(op_type, {name: contiguous(a) for name, a in arrays.items()}, attrs, backend)
+
+
+def _run_body(op_type: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any], backend: str | None):
+    """The op's body on validated, C-contiguous and aligned inputs, with its kernel for ``backend``."""
     op_def = registry.get_op_def(op_type)
     if op_def.kernel:
         kernel = registry.get_kernel(op_def.kernel, backend)
@@ -227,7 +243,7 @@ def execute_checked(
         if backend:
             registry.check_backend(backend)
         kernel = None
-    return op_def.body(kernel, {name: contiguous(a) for name, a in arrays.items()}, attrs)
+    return op_def.body(kernel, arrays, attrs)
 
 
 # convert(spec, inputs, attrs) -> (inputs, attrs): a surface's own conversions (raw_ops: tf.raw_ops' rules)
@@ -247,8 +263,8 @@ def execute(
     (default: the current one).  A call like one that passed on the same surface skips both."""
     signature = call_signature(surface, op_type, inputs, attrs)
     checked = checked_attrs_for(signature)
-    if checked is not None:
-        return execute_checked(op_type, inputs, checked, backend)
+    if checked is not None:  # a signature's inputs are contiguous arrays already
+        return _run_body(op_type, inputs, checked, backend)
     given_inputs, given_attrs = (
         (inputs, attrs) if convert is None else convert(registry.get_op_def(op_type).spec, inputs, attrs)
     )

@@ -142,14 +142,21 @@ cdef void combine_blocks(const Plan* P, const double* part, double* s) noexcept 
             s[P.C + c + j] += part[item * 2 * nb + nb + j]
 
 
+cdef inline void tile_channels(const Plan* P, const float* v, float* tile) noexcept nogil:
+    """Lane j of a folded row is channel j % C: the row is `fold` copies of the C channels
+    (copied channel by channel, not divided lane by lane: a tiny call's row is 256 lanes)."""
+    cdef Py_ssize_t q, c, C = P.C
+    for q in range(P.fold):
+        for c in range(C):
+            tile[q * C + c] = v[c] if v != NULL else 0
+
+
 cdef void tile_row_coefficients(const Plan* P, const Params* params, float* tiles) noexcept nogil:
-    cdef Py_ssize_t j, c, W = P.width
-    for j in range(W):
-        c = j % P.C
-        tiles[j] = params.A[c]
-        tiles[W + j] = params.B[c]
-        tiles[2 * W + j] = params.K[c]
-        tiles[3 * W + j] = params.center[c] if params.center != NULL else 0
+    cdef Py_ssize_t W = P.width
+    tile_channels(P, params.A, tiles)
+    tile_channels(P, params.B, tiles + W)
+    tile_channels(P, params.K, tiles + 2 * W)
+    tile_channels(P, params.center, tiles + 3 * W)
 
 
 # ---------------------------------------------------------------------------------------
@@ -323,7 +330,7 @@ cdef void reduce_pass(const Plan* P, Params* params, Reduce mode, const Scratch*
     w.mode = mode
     w.cached = inputs_cached(P, sizeof(storage_t), 2 if mode == RED_GRAD else 1)
     if P.channels_last:
-        tile_row_coefficients(P, params, S.tiles)  # only the centers (tile 3) are read here
+        tile_channels(P, params.center, S.tiles + 3 * P.width)  # a reduction reads only the centers
     for_items(&w, P.nitems, nthreads, a, b, <storage_t*> NULL)
     if P.channels_last:
         combine_rows(P, mode, S.part, S.s)
@@ -392,7 +399,7 @@ cdef void reduce_samples(const Plan* SP, Params* params, Reduce mode, Py_ssize_t
     for t in range(nchunks):
         S = carve(SP, work_d + t * nd, work_f + t * nf)
         if SP.channels_last:
-            tile_row_coefficients(SP, params, S.tiles)
+            tile_channels(SP, params.center, S.tiles + 3 * SP.width)
     for t in prange(nchunks, schedule="static", num_threads=nthreads, use_threads_if=nchunks > 1):
         S = carve(SP, work_d + t * nd, work_f + t * nf)
         w = make_work(SP, params, &S, REDUCE)
