@@ -40,9 +40,13 @@ SPEC = get_spec("FusedBatchNormV3")
 
 
 @lru_cache(maxsize=256)
-def _bessel(count: int) -> np.float32:
-    """Bessel's correction ``n / max(n - 1, 1)``, rounded as TensorFlow's float32 does it."""
-    return np.float32(count) / np.float32(max(count - 1, 1))
+def _bessel(count: int) -> np.ndarray:
+    """Bessel's correction ``n / max(n - 1, 1)``, rounded as TensorFlow's float32 does it: a
+    read-only 0-d float32 array (an array times a 0-d array costs half what it does times a
+    NumPy scalar, and the bits are the same)."""
+    adjust = np.array(np.float32(count) / np.float32(max(count - 1, 1)))
+    adjust.flags.writeable = False
+    return adjust
 
 
 def running_statistics(
