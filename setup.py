@@ -105,6 +105,16 @@ extensions = [
     for name in ("batch_norm", "batch_norm_avx2", "_tools", "_outputs", "_tree_sums", "_tree_sums_avx2")
 ]
 
+# the ops layer's one compiled helper: the call signature of the fast path (fbnops/ops/execute.py)
+extensions.append(
+    Extension(
+        "fbnops.ops._signature",
+        ["fbnops/ops/_signature.pyx"],
+        include_dirs=[np.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION")],
+    )
+)
+
 setup(
     ext_modules=cythonize(
         extensions,

@@ -99,3 +99,26 @@ def test_strided_inputs_have_no_signature_and_are_copied_for_the_kernel():
     second = grad(x=strided, y_backprop=strided)
     for a, b in zip(first, second, strict=True):
         np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def _signature_cases():
+    """Calls that have a signature and calls that have none, for the twin check below."""
+    unaligned = np.frombuffer(bytearray(4 * 8 + 1), np.float32, count=8, offset=1)
+    strided = np.empty(16, np.float32)[::2]
+    arrays = [X, V, R3, X.astype(np.float16), np.asfortranarray(X), strided, unaligned, np.float32(1)]
+    attr_values = [0.0, -0.0, float("nan"), 1e-4, True, 1, "NHWC", None, (1, 2), [1, 2], {"a": 1}]
+    for a in arrays:
+        for v in attr_values:
+            yield {"x": a, "scale": V}, {"epsilon": v, "data_format": "NCHW"}
+    yield {"x": [1.0, 2.0]}, {}
+    yield {"x": np.ma.masked_array(X)}, {}
+    yield {}, {}
+
+
+def test_the_compiled_signature_is_the_python_one():
+    compiled = pytest.importorskip("fbnops.ops._signature", reason="fbnops/ops/_signature.pyx is not built here")
+    assert ex.call_signature is compiled.call_signature  # the fast path uses it where built
+    for inputs, attrs in _signature_cases():
+        assert compiled.call_signature("raw_ops", "Op", inputs, attrs) == ex._call_signature_python(
+            "raw_ops", "Op", inputs, attrs
+        ), (inputs, attrs)
