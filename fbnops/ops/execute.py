@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -166,52 +165,18 @@ def prepare(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]) -> tupl
 # shapes and dtypes and on the attrs, never on the inputs' values (the memory check
 # reads the machine's free memory, so calls that need it are not remembered).  A call
 # with the signature of one that passed is that call again: it skips the checks and
-# runs with the attrs the checks produced.  Literal inputs, ndarray subclasses and
-# unhashable attrs have no signature and always take the full path.
+# runs with the attrs the checks produced.  Literal inputs, ndarray subclasses, inputs not
+# C-contiguous and aligned, and unhashable attrs have no signature: they take the full path.
 _PASSED: dict[tuple, dict[str, Any]] = {}
 MAX_REMEMBERED = 1024
 
 
-_SCALAR_ATTR_TYPES = frozenset((bool, int, float, str, type(None)))  # hashable: no trial hash needed
-
-
-def _call_signature_python(surface: str, op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]) -> tuple | None:
-    """What the validation of this call on ``surface`` (whose conversions come first) depends
-    on, or None if it cannot be remembered.  Every input of a call with a signature is an
-    ndarray, C-contiguous and aligned: the fast path hands them to the op's body as they are.
-
-    Every repeated call computes this, so :data:`call_signature` is its compiled twin
-    (``fbnops/ops/_signature.pyx``, 0.6 against 2.2 us on a 5-input call) where that is built;
-    a test holds the two to the same keys."""
-    key: list = [surface, op_type]
-    for name, value in inputs.items():
-        if type(value) is not np.ndarray:
-            return None
-        flags = value.flags
-        if not (flags.c_contiguous and flags.aligned):  # the full path copies it
-            return None
-        key += (name, value.shape, value.dtype)
-    trial_hash = False
-    for name, value in attrs.items():
-        kind = type(value)
-        key += (name, kind, value)
-        if kind is float:  # -0.0 == 0.0 but can give other results (NaN never matches itself)
-            key.append(math.copysign(1.0, value))
-        elif kind not in _SCALAR_ATTR_TYPES:
-            trial_hash = True
-    signature = tuple(key)
-    if trial_hash:
-        try:
-            hash(signature)
-        except TypeError:  # an unhashable attr value: the full path judges it
-            return None
-    return signature
-
-
-try:
+try:  # call_signature(surface, op_type, inputs, attrs): the key of the fast path (see the .pyx)
     from ._signature import call_signature
-except ImportError:  # an install without compiled extensions
-    call_signature = _call_signature_python
+except ImportError:  # a tree whose extensions are not built: no fast path, every call validated in full
+
+    def call_signature(surface: str, op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]) -> None:
+        return None
 
 
 def remember(
