@@ -26,7 +26,7 @@ from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, make_params, tile
 from ._numba_fp import pairs_of
 from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _pair_tiles_from, _reduce, _runs
-from ._plan import FOLD_WAYS, Apply, Op, Plan, Reduce
+from ._plan import BLOCK_ROWS, FOLD_WAYS, Apply, Op, Plan, Reduce
 
 assert FOLD_WAYS == 8, "_fold_run is written out for eight running totals"
 
@@ -100,12 +100,12 @@ def _fold_lanes(mode, p0, p1, nch, R, sums):
 
 
 @njit(inline="always")
-def _clear_used(mode, acc0, acc1, p0, p1):
-    """Zero the float32 lanes and float64 partials of the totals the pass adds to."""
+def _clear_used(mode, v0, v1):
+    """Zero the lanes (float32) or partials (float64) of the totals the pass adds to."""
     if mode != Reduce.RED_SQ:
-        _clear(acc0), _clear(p0)
+        _clear(v0)
     if mode != Reduce.RED_SUM:
-        _clear(acc1), _clear(p1)
+        _clear(v1)
 
 
 @njit(inline="always", fastmath=FASTMATH)
@@ -125,11 +125,19 @@ def _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums)
     R = p.run
     for c in range(nch):
         _fill(m, c * R, R, center[c0 + c])
-    _clear_used(mode, acc0, acc1, p0, p1)
+    _clear_used(mode, acc0, acc1)
+    # Fewer than BLOCK_ROWS rows never flush: their float32 lanes are folded straight, each
+    # widened exactly as a flush would (the C kernels' reduce_plane_item does the same).
+    flushes = (n1 - n0) * ((nch * p.inner + p.width - 1) // p.width) >= BLOCK_ROWS
+    if flushes:
+        _clear_used(mode, p0, p1)
     stride = p.C * p.inner
     _reduce(mode, a, b, (n0 * p.C + c0) * p.inner, stride, n1 - n0, nch * p.inner, p.width, m, acc0, acc1, p0, p1, 0)
-    _flush_used(mode, acc0, acc1, p0, p1)
-    _fold_lanes(mode, p0, p1, nch, R, sums)
+    if flushes:
+        _flush_used(mode, acc0, acc1, p0, p1)
+        _fold_lanes(mode, p0, p1, nch, R, sums)
+    else:
+        _fold_lanes(mode, acc0, acc1, nch, R, sums)
 
 
 @njit(inline="always")

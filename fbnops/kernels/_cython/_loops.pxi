@@ -165,18 +165,40 @@ cdef inline void used_lanes(Reduce mode, Py_ssize_t W, Py_ssize_t* lo, Py_ssize_
     hi[0] = W if mode == RED_SUM else 2 * W
 
 
-cdef inline void flush(Reduce mode, Py_ssize_t W, float* acc, double* part) noexcept nogil:
+cdef struct LaneBlock:
+    # The state of an item's float32 lanes between spans.
+    Py_ssize_t rows     # rows summed into the lanes since the last flush
+    bint flushed        # the float64 partials hold totals (the first flush assigns them)
+
+
+cdef inline void flush(Reduce mode, Py_ssize_t W, float* acc, double* part, LaneBlock* state) noexcept nogil:
+    """part += acc over the pass's lanes, and acc zeroed for the next rows.  The first flush
+    assigns instead, so part is never zeroed: the same bits, since every reader adds part's
+    totals onto a +0 (fold_lanes, combine_rows), where 0 + v and v differ only in a zero's sign."""
     cdef Py_ssize_t j, lo, hi
     used_lanes(mode, W, &lo, &hi)
-    for j in range(lo, hi):
-        part[j] += acc[j]
-        acc[j] = 0
+    if state.flushed:
+        for j in range(lo, hi):
+            part[j] += acc[j]
+            acc[j] = 0
+    else:
+        for j in range(lo, hi):
+            part[j] = acc[j]
+            acc[j] = 0
+    state.flushed = True
+    state.rows = 0
 
 
-cdef inline double fold_lanes(const double* v, Py_ssize_t n) noexcept nogil:
-    """v[0] + ... + v[n-1] in a fixed order: eight running totals (lane j into total j % 8, two
-    vector adds a step), then joined pairwise.  One chain of n dependent adds took ~9% of a
-    16-bit forward; eight chains overlap."""
+ctypedef fused lane_t:
+    float
+    double
+
+
+cdef inline double fold_lanes(const lane_t* v, Py_ssize_t n) noexcept nogil:
+    """v[0] + ... + v[n-1] in a fixed order, in float64: eight running totals (lane j into total
+    j % 8, two vector adds a step), then joined pairwise.  One chain of n dependent adds took ~9%
+    of a 16-bit forward; eight chains overlap.  float32 lanes are folded straight from the
+    accumulators when they never flushed: each is widened exactly, as a flush would."""
     cdef double t[FOLD_WAYS]
     cdef Py_ssize_t j = 0, k
     for k in range(FOLD_WAYS):
@@ -192,7 +214,7 @@ cdef inline double fold_lanes(const double* v, Py_ssize_t n) noexcept nogil:
 
 cdef inline void reduce_span(Reduce mode, const storage_t* a, const storage_t* b, Py_ssize_t start,
                              Py_ssize_t stop, Py_ssize_t W, const float* m, float* acc, double* part,
-                             Py_ssize_t* rows_in_block, bint cached) noexcept nogil:
+                             LaneBlock* state, bint cached) noexcept nogil:
     """Accumulate elements [start, stop) as rows of W lanes (the last row may be short).
 
     float32 lanes ``acc[0:2W]`` take at most BLOCK_ROWS rows, then flush into the
@@ -201,7 +223,7 @@ cdef inline void reduce_span(Reduce mode, const storage_t* a, const storage_t* b
     """
     cdef Py_ssize_t n, pos = start
     while pos < stop:
-        n = min((stop - pos) // W, BLOCK_ROWS - rows_in_block[0])
+        n = min((stop - pos) // W, BLOCK_ROWS - state.rows)
         if n > 0 and cached:
             reduce_strided(mode, a + pos, b + pos, n, W, W, W, m, acc, acc + W)
             pos += n * W
@@ -212,10 +234,9 @@ cdef inline void reduce_span(Reduce mode, const storage_t* a, const storage_t* b
             n = 1
             reduce_rows(mode, a + pos, b + pos, 1, stop - pos, m, acc, acc + W)
             pos = stop
-        rows_in_block[0] += n
-        if rows_in_block[0] == BLOCK_ROWS:
-            flush(mode, W, acc, part)
-            rows_in_block[0] = 0
+        state.rows += n
+        if state.rows == BLOCK_ROWS:
+            flush(mode, W, acc, part, state)
 
 
 # ---------------------------------------------------------------------------------------
@@ -236,14 +257,14 @@ cdef inline void row_item_bounds(const Plan* P, Py_ssize_t item, Py_ssize_t* r0,
 
 cdef void reduce_row_item(const Plan* P, Reduce mode, Py_ssize_t item, const storage_t* a,
                           const storage_t* b, const float* m_tile, float* acc, double* part, bint cached) noexcept nogil:
-    cdef Py_ssize_t r0, r1, tail, j, lo, hi, nrows = 0, W = P.width
+    cdef Py_ssize_t r0, r1, tail, j, lo, hi, W = P.width
+    cdef LaneBlock state = LaneBlock(0, False)
     used_lanes(mode, W, &lo, &hi)
     for j in range(lo, hi):  # (only the totals the pass adds to: combine_rows reads only those)
-        part[j] = 0
         acc[j] = 0
     row_item_bounds(P, item, &r0, &r1, &tail)
-    reduce_span(mode, a, b, r0 * W, r1 * W + tail, W, m_tile, acc, part, &nrows, cached)
-    flush(mode, W, acc, part)
+    reduce_span(mode, a, b, r0 * W, r1 * W + tail, W, m_tile, acc, part, &state, cached)
+    flush(mode, W, acc, part, &state)  # (assigns part, if no span flushed)
 
 
 cdef void apply_row_item(const Plan* P, Apply mode, Py_ssize_t item, const storage_t* a,
@@ -273,6 +294,15 @@ cdef inline void block_bounds(const Plan* P, Py_ssize_t item, Py_ssize_t* c0, Py
     n1[0] = P.outer * (k + 1) // P.per_channel
 
 
+cdef inline void fold_channels(const Plan* P, Reduce mode, Py_ssize_t nch, const lane_t* lanes,
+                               double* sums) noexcept nogil:
+    """Each channel's lanes [c * run, (c + 1) * run) of s0 and s1 folded into its totals."""
+    cdef Py_ssize_t c, R = P.run, W = P.width
+    for c in range(nch):  # (a total the pass does not add to stays 0)
+        sums[c] = fold_lanes(lanes + c * R, R) if mode != RED_SQ else 0
+        sums[P.block + c] = fold_lanes(lanes + W + c * R, R) if mode != RED_SUM else 0
+
+
 cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const storage_t* a,
                             const storage_t* b, const float* center, double* sums, bint in_cache) noexcept nogil:
     """Totals of one (channel block, batch range) item: sums[0:nch] and sums[block:block+nch].
@@ -286,8 +316,9 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
     cdef float* acc = acc_buf.v
     cdef double* lanes = lanes_buf.v
     cdef float* m_tile = m_buf.v
-    cdef Py_ssize_t j, c, n, k, base, c0, nch, n0, n1, pieces, lo, hi, nrows = 0
+    cdef Py_ssize_t j, c, n, k, base, c0, nch, n0, n1, pieces, lo, hi
     cdef Py_ssize_t W = P.width, R = P.run, span
+    cdef LaneBlock state = LaneBlock(0, False)
     block_bounds(P, item, &c0, &nch, &n0, &n1)
     span = nch * P.inner
     for c in range(nch):  # (nested loops, not j // R: integer division is slow)
@@ -296,26 +327,25 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
     used_lanes(mode, W, &lo, &hi)
     for j in range(lo, hi):
         acc[j] = 0
-        lanes[j] = 0
     pieces = _ceil_div(span, W)  # rows of W lanes per batch index (the last may be short)
     n = n0
     while n < n1:
         base = (n * P.C + c0) * P.inner
-        k = min(n1 - n, (BLOCK_ROWS - nrows) // pieces, STRIP_PIECES // pieces) if in_cache else 0
+        k = min(n1 - n, (BLOCK_ROWS - state.rows) // pieces, STRIP_PIECES // pieces) if in_cache else 0
         if k == 0:  # large planes, or a flush falls inside this batch index's planes
-            reduce_span(mode, a, b, base, base + span, W, m_tile, acc, lanes, &nrows, in_cache)
+            reduce_span(mode, a, b, base, base + span, W, m_tile, acc, lanes, &state, in_cache)
             n += 1
             continue
         reduce_strided(mode, a + base, b + base, k, P.C * P.inner, span, W, m_tile, acc, acc + W)
         n += k
-        nrows += k * pieces
-        if nrows == BLOCK_ROWS:
-            flush(mode, W, acc, lanes)
-            nrows = 0
-    flush(mode, W, acc, lanes)
-    for c in range(nch):  # (a total the pass does not add to stays 0)
-        sums[c] = fold_lanes(lanes + c * R, R) if mode != RED_SQ else 0
-        sums[P.block + c] = fold_lanes(lanes + W + c * R, R) if mode != RED_SUM else 0
+        state.rows += k * pieces
+        if state.rows == BLOCK_ROWS:
+            flush(mode, W, acc, lanes, &state)
+    if state.flushed:
+        flush(mode, W, acc, lanes, &state)
+        fold_channels(P, mode, nch, lanes, sums)
+    else:  # (an item of at most BLOCK_ROWS rows: no float64 copy of its lanes, zeroed, added and read back)
+        fold_channels(P, mode, nch, acc, sums)
 
 
 cdef void apply_plane_item(const Plan* P, const Params* params, Apply mode, Py_ssize_t item,
