@@ -344,7 +344,7 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
     if state.flushed:
         flush(mode, W, acc, lanes, &state)
         fold_channels(P, mode, nch, lanes, sums)
-    else:  # (an item of at most BLOCK_ROWS rows: no float64 copy of its lanes, zeroed, added and read back)
+    else:  # (fewer than BLOCK_ROWS rows never flush: no float64 copy of the lanes, zeroed, added and read back)
         fold_channels(P, mode, nch, acc, sums)
 
 
