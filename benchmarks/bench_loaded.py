@@ -27,6 +27,7 @@ import time
 
 import fbnops
 from fbnops.framework import load, threads
+from fbnops.tools.bench import machine_load
 from fbnops.tools.bench.cases import LAYOUTS, SHAPES, make_cases
 from fbnops.tools.bench.peers import fbnops_call, has_module, torch_call
 from fbnops.tools.bench.timing import interleaved, paired_ratio
@@ -55,6 +56,11 @@ def _ratios(a, b, name: str, worst: dict[str, float]) -> str:
     return f" {median:6.2f}±{spread:.2f} {total:6.2f}"
 
 
+def clock_words() -> str:
+    ghz = machine_load.clock_ghz()  # (the host's share of the CPU: see fbnops/tools/bench/machine_load.py)
+    return "clock not measured" if ghz is None else f"a chain of dependent adds runs at {ghz:.2f} GHz now"
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=30)
@@ -67,7 +73,8 @@ def main() -> int:
         load.busy_elsewhere()
         time.sleep(2 * load.WINDOW)
         print(f"# {os.cpu_count()} cores; busy process: {'no' if hog is None else 'yes'}; "
-              f"cores busy elsewhere now: {load.busy_elsewhere():.2f}; load average {os.getloadavg()}")  # fmt: skip
+              f"cores busy elsewhere now: {load.busy_elsewhere():.2f}; load average {os.getloadavg()}; "
+              f"{clock_words()}")  # fmt: skip
         print(f"# {args.rounds} interleaved rounds; ratios are medians of per-round ratios (+-half IQR)")
         print("# (median ms of the rounds; ratio: median of per-round ratios; total: ratio of the rounds' total times)")
         print(f"{'case':34s} {'default ms':>10s} {'1-thread ms':>11s} {'default/1t':>11s} {'total':>6s} "

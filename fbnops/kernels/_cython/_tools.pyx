@@ -10,7 +10,9 @@
 * ``set_stream_min_bytes``: the output size from which a kernel module streams its stores
   (tests force streaming on small outputs to check that the bits do not change);
 * ``narrow``: float32 values rounded to float16/bfloat16 by a kernel module's own vector stores
-  (16 and 8 lanes at a time in the x86-64-v3 build), checked against NumPy/ml_dtypes.
+  (16 and 8 lanes at a time in the x86-64-v3 build), checked against NumPy/ml_dtypes;
+* ``add_chain_seconds``: the time of a chain of dependent integer adds, one per cycle on any
+  x86-64 core: the clock this process actually gets (the benchmarks' CPU-speed witness).
 """
 
 import ml_dtypes
@@ -156,3 +158,44 @@ def stream_add(a, b, out, int num_threads=1, bint streaming=False):
             else:
                 for i in range(i0, i1):
                     po[i] = pa[i] + pb[i]
+
+
+cdef extern from *:
+    """
+    #include <time.h>
+    /* A chain of dependent adds (8 per loop trip, so the loop's own instructions overlap the
+       chain): one cycle each on any x86-64 core, whatever the vendor.  -1 where not x86-64. */
+    static double fbnops_add_chain_seconds(long trips) {
+    #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+        struct timespec t0, t1;
+        long x = 0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (long i = 0; i < trips; i++)
+            __asm__ volatile("add $1, %0; add $1, %0; add $1, %0; add $1, %0; "
+                             "add $1, %0; add $1, %0; add $1, %0; add $1, %0" : "+r"(x));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        return (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+    #else
+        (void)trips;
+        return -1.0;
+    #endif
+    }
+    """
+    double fbnops_add_chain_seconds(long trips) noexcept nogil
+
+
+ADDS_PER_TRIP = 8
+
+
+def add_chain_seconds(long adds):
+    """Seconds for ``adds`` dependent integer adds (rounded down to whole trips of 8), or None
+    where the chain is not written for this CPU (not x86-64).  adds / seconds is the clock the
+    calling thread got, in cycles per second: a host that takes cycles from a virtual machine
+    slows it where /proc/stat shows nothing."""
+    if adds < ADDS_PER_TRIP:
+        raise ValueError(f"adds must be at least {ADDS_PER_TRIP}, got {adds}")
+    cdef double seconds
+    cdef long trips = adds // ADDS_PER_TRIP
+    with nogil:
+        seconds = fbnops_add_chain_seconds(trips)
+    return None if seconds < 0 else seconds
