@@ -156,6 +156,8 @@ def test_the_compute_bound_measures_slopes_on_one_thread():
     measured = bound.measure("NHWC", "float32", repeats=3)
     assert set(measured) == {"reduce", "apply", "gradient"}
     assert all(np.isfinite(ns) and np.isfinite(fixed) for ns, fixed in measured.values())
+    ghz, source = bound.case_clock_ghz()  # the clock the bound divides by, and where it came from
+    assert source in ("measured", "/proc/cpuinfo", "assumed") and 0.3 < ghz < 8
 
 
 def test_tiny_calls_are_timed_against_the_peers_in_alternating_runs():

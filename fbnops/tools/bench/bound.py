@@ -122,20 +122,34 @@ def measure(layout: str, dtype: str, repeats: int = 200) -> dict[str, tuple[floa
                                                                   ("gradient", grad_for))}  # fmt: skip
 
 
+def case_clock_ghz() -> tuple[float, str]:
+    """The clock to turn cycles into time for the next case, and where it came from: the clock
+    this thread gets now (a chain of dependent adds), which a turbo raises and a busy host lowers;
+    else /proc/cpuinfo's (a VM's nominal clock); else an assumed 3 GHz."""
+    from .machine_load import clock_ghz
+
+    now = clock_ghz()
+    if now is not None:
+        return now, "measured"
+    mhz = cpu_mhz()
+    return (mhz / 1000, "/proc/cpuinfo") if mhz else (3.0, "assumed")
+
+
 def report(layouts=("NHWC", "NCHW"), dtypes_=("float32", "bfloat16", "float16"), rows_unrolled: int = 1) -> str:
     mhz = cpu_mhz()
-    ghz = (mhz or 3000.0) / 1000
     lines = [
-        f"# clock {ghz:.2f} GHz ({'/proc/cpuinfo' if mhz else 'assumed'}); issue per cycle: "
+        f"# clock per case: a chain of dependent adds timed just before it (/proc/cpuinfo says "
+        f"{f'{mhz / 1000:.2f} GHz' if mhz else 'nothing'}); issue per cycle: "
         f"{ISSUE['load']} loads, {ISSUE['store']} store, {ISSUE['fp']} FP ops of {VECTOR_FLOATS} floats; "
         "1 thread, data in L2",
-        f"{'case':16s} {'pass':9s} {'loads/8':>8s} {'stores/8':>8s} {'fp/8':>6s} {'bound ns/el':>12s} "
+        f"{'case':16s} {'pass':9s} {'loads/8':>8s} {'stores/8':>8s} {'fp/8':>6s} {'GHz':>5s} {'bound ns/el':>12s} "
         f"{'measured':>9s} {'ratio':>6s} {'fixed us':>9s}",
     ]
     for layout in layouts:
         for dtype in dtypes_:
             costs = pass_costs(layout, dtype, rows_unrolled)
             costs["gradient"] = PassCost(*(a + b for a, b in zip(costs["reduce"], costs["apply"], strict=True)))
+            ghz, source = case_clock_ghz()
             measured = measure(layout, dtype)
             for name, cost in costs.items():
                 if name == "gradient":
@@ -143,10 +157,13 @@ def report(layouts=("NHWC", "NCHW"), dtypes_=("float32", "bfloat16", "float16"),
                 else:
                     bound = cost.cycles_per_element() / ghz
                 ns, fixed = measured[name]
+                clock = f"{ghz:5.2f}" + ("" if source == "measured" else "*")
                 lines.append(
                     f"{layout + ' ' + dtype:16s} {name:9s} {cost.load:8.2f} {cost.store:8.2f} {cost.fp:6.1f} "
-                    f"{bound:12.3f} {ns:9.3f} {ns / bound:6.2f} {fixed / 1000:9.2f}"
+                    f"{clock} {bound:12.3f} {ns:9.3f} {ns / bound:6.2f} {fixed / 1000:9.2f}"
                 )
+    if "*" in "".join(lines[2:]):
+        lines.append(f"# * not measured here: {source}")
     return "\n".join(lines)
 
 
