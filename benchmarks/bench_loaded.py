@@ -56,11 +56,6 @@ def _ratios(a, b, name: str, worst: dict[str, float]) -> str:
     return f" {median:6.2f}±{spread:.2f} {total:6.2f}"
 
 
-def clock_words() -> str:
-    ghz = machine_load.clock_ghz()  # (the host's share of the CPU: see fbnops/tools/bench/machine_load.py)
-    return "clock not measured" if ghz is None else f"a chain of dependent adds runs at {ghz:.2f} GHz now"
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=30)
@@ -72,9 +67,10 @@ def main() -> int:
         time.sleep(2 * load.WINDOW)
         load.busy_elsewhere()
         time.sleep(2 * load.WINDOW)
+        clock = machine_load.clock_verdict(machine_load.watch(1.0, every=0.2))  # (what the host gives this VM now)
         print(f"# {os.cpu_count()} cores; busy process: {'no' if hog is None else 'yes'}; "
               f"cores busy elsewhere now: {load.busy_elsewhere():.2f}; load average {os.getloadavg()}; "
-              f"{clock_words()}")  # fmt: skip
+              f"{machine_load.clock_words(clock)}")  # fmt: skip
         print(f"# {args.rounds} interleaved rounds; ratios are medians of per-round ratios (+-half IQR)")
         print("# (median ms of the rounds; ratio: median of per-round ratios; total: ratio of the rounds' total times)")
         print(f"{'case':34s} {'default ms':>10s} {'1-thread ms':>11s} {'default/1t':>11s} {'total':>6s} "

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...framework import dtypes
+from .machine_load import clock_ghz
 
 VECTOR_FLOATS = 8  # float32 values in one AVX2 register (not the kernels' LANES, their row block)
 ISSUE = {"load": 2, "store": 1, "fp": 2}  # per cycle, per core (Zen 2/3 and Skylake alike)
@@ -126,8 +127,6 @@ def case_clock_ghz() -> tuple[float, str]:
     """The clock to turn cycles into time for the next case, and where it came from: the clock
     this thread gets now (a chain of dependent adds), which a turbo raises and a busy host lowers;
     else /proc/cpuinfo's (a VM's nominal clock); else an assumed 3 GHz."""
-    from .machine_load import clock_ghz
-
     now = clock_ghz()
     if now is not None:
         return now, "measured"

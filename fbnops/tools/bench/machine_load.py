@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import time
 
 from ...framework import load
 
@@ -74,7 +75,7 @@ class LoadMonitor:
         return doc
 
 
-def _clock_words(clock: dict | None) -> str:
+def clock_words(clock: dict | None) -> str:
     if not clock:
         return "clock not measured (no compiled tools, or not x86-64)"
     return (f"a chain of dependent adds ran at {clock['median_ghz']:.2f} GHz, fastest {clock['fastest_ghz']:.2f} "
@@ -86,7 +87,7 @@ def lines(doc: dict, cores: int) -> list[str]:
     clock = doc.get("clock")
     figures = (
         f"other processes kept up to {doc['busy_elsewhere']:.1f} of {cores} cores busy; "
-        f"load average {doc['loadavg']}; {_clock_words(clock)}; median spread of fbnops' times ±{spread:.0f}%"
+        f"load average {doc['loadavg']}; {clock_words(clock)}; median spread of fbnops' times ±{spread:.0f}%"
     )
     if not doc["loaded"]:
         return [f"# machine: quiet ({figures})"]
@@ -105,8 +106,6 @@ def lines(doc: dict, cores: int) -> list[str]:
 
 def watch(seconds: float, every: float = 0.5) -> list[float]:
     """Clock readings every ``every`` seconds for ``seconds``: how steady the host keeps this VM."""
-    import time
-
     readings, end = [], time.monotonic() + seconds
     while time.monotonic() < end:
         ghz = clock_ghz()
@@ -127,5 +126,5 @@ if __name__ == "__main__":
         raise SystemExit("no clock probe here: it needs the compiled tools on x86-64")
     verdict = clock_verdict(readings)
     print(" ".join(f"{r:.2f}" for r in readings))
-    print(f"# {_clock_words(verdict)}; {'slow' if verdict['slow'] else 'steady'} (slow: the median under {SLOW:.0%} "
+    print(f"# {clock_words(verdict)}; {'slow' if verdict['slow'] else 'steady'} (slow: the median under {SLOW:.0%} "
           "of the fastest)")  # fmt: skip
