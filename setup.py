@@ -69,6 +69,11 @@ def compiler_accepts(flag: str) -> bool:
 
 
 class BuildExt(build_ext):
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:  # the two kernel builds take most of the time: compile side by side
+            self.parallel = os.cpu_count() or 1
+
     def build_extensions(self):
         openmp = compiler_has_openmp()
         if not openmp:
@@ -118,6 +123,7 @@ extensions.append(
 setup(
     ext_modules=cythonize(
         extensions,
+        nthreads=os.cpu_count() or 1,
         compiler_directives={
             "language_level": 3,
             "boundscheck": debug,
