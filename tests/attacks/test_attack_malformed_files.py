@@ -74,7 +74,8 @@ def test_chain_of_100000_ops():
     t = g.add_operation("x", "Placeholder", [], {"dtype": np.dtype(F), "shape": (2,)}).output(0)
     for i in range(100000):
         t = g.add_operation(f"n{i}", "Identity", [t], {}).output(0)
-    g2 = Graph.from_pbtxt(g.to_pbtxt())
+    g2 = Graph.from_pbtxt(g.to_pbtxt())  # import (topological order), run (scheduling), gradients(): iterative
+    assert len(g2) == 100001
     feed = {"x:0": np.array([1.5, -2], F)}
     assert np.array_equal(Session(g2).run("n99999:0", feed), feed["x:0"])
     (dx,) = gradients(g2.get_output("n99999:0"), [g2.get_output("x:0")])
