@@ -101,6 +101,9 @@ def test_docs_command_builds_then_serves_until_ctrl_c(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # Ctrl-C acts even when this run was started with SIGINT ignored (a background job of a
+        # script: `cmd &`), which the server would otherwise inherit and keep ignoring
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         lines = []
