@@ -44,7 +44,7 @@ ROW_ITEM_ELEMS = 32768  # channels-last: target elements per item
 MAX_ROW_ITEMS = 64
 PLANE_ITEM_BYTES = 4 << 20  # channels-first: bytes of (x, dy) per item: about one L2
 MIN_ITEMS = 16  # channels-first: split channels so that few channels still share out
-STREAM_MIN_BYTES = 8 << 20  # outputs this large are written with non-temporal stores (past the ~8 MB of L3 one gets)
+STREAM_MIN_BYTES = 8 << 20  # apply passes moving this many bytes (inputs + output) stream (past the ~8 MB L3 we get)
 SERIAL_BELOW = 1 << 15  # below this many elements one thread beats waking a team (~1-2 us per region)
 RUN_MIN_INNER = 128  # channels-first: planes this long are applied run by run, with scalar coefficients
 

@@ -7,7 +7,7 @@
   (``_fp.h``), exposed so the tests can check them exhaustively against NumPy/ml_dtypes;
 * ``plan``: the C work plan (``_plan.pxd``, generated from ``fbnops.kernels._plan``), tested
   equal to ``fbnops.kernels._plan.plan``;
-* ``set_stream_min_bytes``: the output size from which a kernel module streams its stores
+* ``set_stream_min_bytes``: the bytes an apply pass moves from which a kernel module streams its stores
   (tests force streaming on small outputs to check that the bits do not change);
 * ``narrow``: float32 values rounded to float16/bfloat16 by a kernel module's own vector stores
   (16 and 8 lanes at a time in the x86-64-v3 build), checked against NumPy/ml_dtypes;
@@ -38,8 +38,8 @@ def plan(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize=4
 
 
 def set_stream_min_bytes(kernels, Py_ssize_t nbytes):
-    """Outputs of at least ``nbytes`` are written by the kernel module ``kernels`` (batch_norm or
-    batch_norm_avx2) with non-temporal stores; returns the old threshold."""
+    """Apply passes that move at least ``nbytes`` (inputs and output) write the output of the kernel
+    module ``kernels`` (batch_norm or batch_norm_avx2) with non-temporal stores; returns the old threshold."""
     cdef Py_ssize_t* threshold = <Py_ssize_t*> PyCapsule_GetPointer(kernels.STREAM_MIN_BYTES_ADDRESS,
                                                                     b"fbnops.stream_min_bytes")
     old = threshold[0]
