@@ -36,7 +36,7 @@ from libc.string cimport memcpy
 from ._fp cimport NarrowRuns, fb_bf16, fb_f64_lanes, fb_half, fb_narrow_bf16_run, fb_narrow_half_run, load, storage_t, store
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
 from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FOLD_WAYS, FWD_INFER, FWD_TRAIN, GRAD_FROZEN, GRAD_TRAIN, MAX_W,
-                    STRIP_PIECES, _ceil_div,
+                    STRIP_PIECES, _ceil_div, _streams,
                     RED_GRAD, RED_SQ, RED_SUM, STREAM_MIN_BYTES, Apply, Op, Plan, Reduce, make_plan)
 
 cnp.import_array()
@@ -176,18 +176,8 @@ NARROW_RUNS_ADDRESS = PyCapsule_New(&narrow_runs, b"fbnops.narrow_runs", NULL)
 
 
 cdef inline bint streams(const Plan* P, Py_ssize_t itemsize, Apply amode) noexcept nogil:
-    """Whether the output is written with non-temporal stores: when what the apply pass moves (its
-    inputs, x and/or dy, and the output) is more than the caches hold.  The output's lines would
-    then be read from memory only to be overwritten (measured against PyTorch between its calls:
-    0.76-0.82x for a (32,128,28,28) 16-bit forward, 0.62-0.81x for (32,14,14,256) float32
-    channels-last, 1 and 2 threads, same bits).
-
-    Never for blocks of small planes: their rows are short runs (at most MAX_W elements) whose
-    end lines other items write too, and streamed partial lines cost more than the cached
-    stores save (paired runs: 1.08x slower in float32, up to 1.6x in float16)."""
-    if not P.channels_last and P.block > 1:
-        return False
-    return P.outer * P.C * P.inner * itemsize * (3 if amode == APPLY_FULL else 2) >= stream_min_bytes
+    """Whether the apply pass writes the output with non-temporal stores (_plan._streams)."""
+    return _streams(P.channels_last, P.block, P.outer * P.C * P.inner, itemsize, amode == APPLY_FULL, stream_min_bytes)
 
 
 cdef inline bint inputs_cached(const Plan* P, Py_ssize_t itemsize, int ninputs) noexcept nogil:
