@@ -7,6 +7,10 @@ per-round time ratios this/base.  It also checks that both builds give the same 
 
     git worktree add /tmp/base <commit> && (cd /tmp/base && python setup.py build_ext --inplace)
     python benchmarks/ab_kernels.py --base /tmp/base [--threads 2] [--rounds 15] [--ops ...] [--dtypes ...]
+
+With ``--after torch`` each timed call is instead the second of a pair run right after a pair of
+PyTorch's calls on the same case, as ``fbnops bench`` times it: the caches then hold the other
+library's data, not the kernel's own (what decides, for example, whether streaming the output pays).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 from fbnops.kernels._cython import batch_norm as _portable
 from fbnops.tools.bench.arguments import add_case_arguments
 from fbnops.tools.bench.cases import make_cases
+from fbnops.tools.bench.peers import torch_call
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -49,6 +54,14 @@ def case_call(module, case, threads: int):
     return lambda: module.batch_norm_grad(x, dy, d["scale"], d["mean"], d["var"], **kw)
 
 
+def after_time(fn, peer, clock) -> float:
+    """The second of two calls of fn, right after two calls of the peer."""
+    peer(), peer(), fn()
+    t0 = clock()
+    fn()
+    return clock() - t0
+
+
 def burst_time(fn, seconds: float, clock) -> float:
     fn()
     t0, n = clock(), 0
@@ -63,6 +76,7 @@ def main() -> int:
     p.add_argument("--base", required=True, type=Path, help="the other checkout, with its kernels built")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--after", choices=("torch",), help="time each call right after the peer's calls (see above)")
     add_case_arguments(p, dtypes=("bfloat16", "float16"))
     args = p.parse_args()
     if not _portable.cpu_has_x86_64_v3():
@@ -70,7 +84,12 @@ def main() -> int:
         return 1
     builds = {"base": kernel_module(args.base.resolve()), "this": kernel_module(HERE)}
     clock = time.thread_time if args.threads == 1 else time.perf_counter  # (1 thread: the calling thread's CPU time)
-    print(f"# this checkout ({HERE}) against {args.base}; {args.threads} thread(s); {args.rounds} alternating rounds")
+    if args.after:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    after = ", each call after PyTorch's" if args.after else ""
+    print(f"# this checkout ({HERE}) against {args.base}; {args.threads} thread(s); {args.rounds} rounds{after}")
     print(f"{'case':48} {'base ms':>8} {'this ms':>8}  this/base  same bits")
     ratios = []
     for case in make_cases(args.ops, args.dtypes, args.shapes, args.layouts):
@@ -80,9 +99,10 @@ def main() -> int:
         pairs = zip(outs["base"], outs["this"], strict=True)
         same = all(np.array_equal(np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8)) for a, b in pairs)
         times: dict[str, list[float]] = {k: [] for k in calls}
+        peer = torch_call(case) if args.after else None
         for r in range(args.rounds):
             for k in ("base", "this") if r % 2 else ("this", "base"):
-                times[k].append(burst_time(calls[k], 0.03, clock))
+                times[k].append(after_time(calls[k], peer, clock) if peer else burst_time(calls[k], 0.03, clock))
         ratio = statistics.median(t / b for t, b in zip(times["this"], times["base"], strict=True))
         ratios.append(ratio)
         base_ms, this_ms = (statistics.median(times[k]) * 1e3 for k in ("base", "this"))

@@ -88,8 +88,9 @@ cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t
     """Whether an apply pass writes its output with non-temporal stores: when what it moves (x,
     dy too if `full`, and the output: `elems` each) is `threshold` bytes or more, past what the
     caches hold, so the output's lines would be read from memory only to be overwritten
-    (measured against PyTorch between its calls: 0.76-0.82x for a (32,128,28,28) 16-bit forward,
-    0.62-0.81x for (32,14,14,256) float32 channels-last, 1 and 2 threads; the same bits).
+    (measured between PyTorch's calls, as the benchmark times them: 0.53-0.94x of the old rule's
+    time, the output alone at the threshold, for the 16-bit (32,28,28,128) forwards, 0.63-0.91x
+    for (32,14,14,256) float32 channels-last; the same bits: see docs/performance.md).
 
     Never for blocks of small planes: their rows are short runs (at most MAX_W elements) whose
     end lines other items write too, and streamed partial lines cost more than the cached
