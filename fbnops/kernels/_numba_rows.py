@@ -117,8 +117,9 @@ def _apply1(amode, x, dy, A, B, K, m):
 @njit(inline="always")
 def _two_rows(a):
     """Whether an APPLY_A pass takes two rows per load of the tiles, as the C kernels'
-    fb_apply_*_rows: float16 data in cache (measured 0.92x; slower for float32, and 1.6x
-    slower out of cache, where C streams)."""
+    fb_apply_*_rows: float16 outputs under STREAM_MIN_BYTES (measured 0.92x; slower for float32,
+    and 1.6x slower for larger outputs, out of cache).  Its own measured threshold: the C kernels
+    stream from half that size (_plan._streams), and Numba does not stream."""
     return a.itemsize == 2 and not pairs_of(a) and a.size * 2 < STREAM_MIN_BYTES
 
 
