@@ -36,7 +36,7 @@ from libc.string cimport memcpy
 from ._fp cimport NarrowRuns, fb_bf16, fb_f64_lanes, fb_half, fb_narrow_bf16_run, fb_narrow_half_run, load, storage_t, store
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
 from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FOLD_WAYS, FWD_INFER, FWD_TRAIN, GRAD_FROZEN, GRAD_TRAIN, MAX_W,
-                    STRIP_PIECES, _ceil_div, _streams,
+                    STRIP_PIECES, _ceil_div, _prefetches, _streams,
                     RED_GRAD, RED_SQ, RED_SUM, STREAM_MIN_BYTES, Apply, Op, Plan, Reduce, make_plan)
 
 cnp.import_array()
@@ -189,9 +189,10 @@ cdef inline bint inputs_cached(const Plan* P, Py_ssize_t itemsize, int ninputs) 
 
 cdef void fused_block(const Plan* P, Params* params, Py_ssize_t item, const Reduce* passes, int npasses,
                       Apply amode, const storage_t* a, const storage_t* b, storage_t* out, bint stream,
-                      bint cached) noexcept nogil:
+                      bint cached, bint prefetch) noexcept nogil:
     """A whole channel block in one item: reduce, coefficients, apply while it is in cache
-    (after the first pass, the block is in cache whatever the inputs' size)."""
+    (after the first pass, the block is in cache whatever the inputs' size); with `prefetch`, the
+    apply requests the next block's planes (_plan._prefetches)."""
     cdef fb_f64_lanes s_buf
     cdef double* s = s_buf.v
     cdef Py_ssize_t c, c0, nch, n0, n1
@@ -201,7 +202,7 @@ cdef void fused_block(const Plan* P, Params* params, Py_ssize_t item, const Redu
         reduce_plane_item(P, passes[p], item, a, b, params.center, s, cached or p > 0)
         for c in range(nch):
             channel_done(params, p, c0 + c, s[c], s[P.block + c])
-    apply_plane_item(P, params, amode, item, a, b, out, stream)
+    apply_plane_item(P, params, amode, item, a, b, out, stream, prefetch)
 
 
 cdef enum Region:
@@ -265,6 +266,7 @@ cdef struct Work:
     Apply amode
     bint stream         # FUSED/APPLY: the output is written with non-temporal stores
     bint cached         # FUSED/REDUCE: the inputs fit in the caches (see inputs_cached)
+    bint prefetch       # FUSED: each block requests the next one's planes as it applies
 
 
 cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage_t* out,
@@ -272,7 +274,7 @@ cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage
     cdef const Plan* P = w.P
     cdef Py_ssize_t W = P.width
     if w.region == FUSED:
-        fused_block(P, w.params, item, w.passes, w.npasses, w.amode, a, b, out, w.stream, w.cached)
+        fused_block(P, w.params, item, w.passes, w.npasses, w.amode, a, b, out, w.stream, w.cached, w.prefetch)
     elif w.region == REDUCE:
         if P.channels_last:
             reduce_row_item(P, w.mode, item, a, b, w.S.tiles + 3 * W,
@@ -282,7 +284,7 @@ cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage
     elif P.channels_last:
         apply_row_item(P, w.amode, item, a, b, out, w.S.tiles, w.stream)
     else:
-        apply_plane_item(P, w.params, w.amode, item, a, b, out, w.stream)
+        apply_plane_item(P, w.params, w.amode, item, a, b, out, w.stream, False)
 
 
 cdef void for_items(const Work* w, Py_ssize_t n, int nthreads, const storage_t* a, const storage_t* b,
@@ -311,6 +313,7 @@ cdef inline Work make_work(const Plan* P, Params* params, const Scratch* S, Regi
     w.amode = APPLY_A
     w.stream = False
     w.cached = False
+    w.prefetch = False
     return w
 
 
@@ -367,6 +370,7 @@ cdef void run(const Plan* P, Params* params, const storage_t* a, const storage_t
     else:
         w.amode = APPLY_A
     w.stream = streams(P, sizeof(storage_t), w.amode)
+    w.prefetch = _prefetches(P.outer, P.block, P.inner, sizeof(storage_t), 2 if w.amode != APPLY_A else 1)
 
     if not P.channels_last and P.per_channel == 1 and w.npasses > 0:
         for_items(&w, P.nitems, nthreads, a, b, out)

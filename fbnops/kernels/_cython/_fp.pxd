@@ -53,6 +53,7 @@ cdef extern from "_fp.h" nogil:
     # outputs larger than the caches: rows copied out with non-temporal stores (see _stream.h, which _fp.h includes)
     void fb_stream_copy(void* dst, const void* src, Py_ssize_t nbytes)
     void fb_stream_fence()
+    void fb_prefetch_lines(const void* p, Py_ssize_t nbytes)
 
 # A build's narrowing runs, published by each kernel module as the capsule NARROW_RUNS_ADDRESS
 # for the test hook _tools.narrow (the module itself has no test entry point).
