@@ -3,9 +3,9 @@
 # no dy), m the centre tile, W the row width in lanes, P the call's Plan.
 
 from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_rows, fb_apply_bf16_run, fb_apply_f32_rows,
-                  fb_apply_half_rows, fb_apply_half_run, fb_f32_lanes, fb_f32_row, fb_f32_tiles, fb_f64_lanes, fb_prefetch_lines,
-                  fb_reduce_bf16_row, fb_reduce_bf16_rows, fb_reduce_half_row, fb_reduce_half_rows,
-                  fb_stream_copy, fb_stream_fence)
+                  fb_apply_half_rows, fb_apply_half_run, fb_f32_lanes, fb_f32_row, fb_f32_tiles, fb_f64_lanes,
+                  fb_prefetch_lines, fb_reduce_bf16_row, fb_reduce_bf16_rows, fb_reduce_half_row,
+                  fb_reduce_half_rows, fb_stream_copy, fb_stream_fence)
 
 # ---------------------------------------------------------------------------------------
 # Innermost loops.  All data is processed as rows of W lanes with per-lane tiles
@@ -348,7 +348,7 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
         fold_channels(P, mode, nch, acc, sums)
 
 
-cdef inline void prefetch_next_block(const Plan* P, Py_ssize_t at, Py_ssize_t nbytes, const storage_t* a,
+cdef inline void prefetch_next_block(Py_ssize_t at, Py_ssize_t nbytes, const storage_t* a,
                                      const storage_t* b) noexcept nogil:
     """Request the next channel block's part at `at` (x, and dy where the op has it)."""
     fb_prefetch_lines(a + at, nbytes)
@@ -359,20 +359,21 @@ cdef inline void prefetch_next_block(const Plan* P, Py_ssize_t at, Py_ssize_t nb
 cdef void apply_plane_item(const Plan* P, const Params* params, Apply mode, Py_ssize_t item,
                            const storage_t* a, const storage_t* b, storage_t* out, bint stream,
                            bint prefetch) noexcept nogil:
-    """The element pass of one item; with `prefetch`, each plane of the next channel block (the
-    thread's next item, when items are whole blocks) is requested as this block's is applied."""
+    """The element pass of one item; with `prefetch`, each long plane of the next channel block
+    (the thread's next item, when items are whole blocks) is requested as this block's is applied
+    (blocks of small planes measured no gain)."""
     cdef fb_f32_tiles tiles_buf
     cdef float* tiles = tiles_buf.v
     cdef Py_ssize_t j, c, n, base, c0, nch, n0, n1, span, W = P.width
     block_bounds(P, item, &c0, &nch, &n0, &n1)
     span = nch * P.inner
-    prefetch = prefetch and c0 + nch < P.C
+    prefetch = prefetch and P.runs and c0 + nch < P.C
     if P.runs:  # long planes: a channel's run of a row at a time, its scalar coefficients (see _plan.Plan)
         for n in range(n0, n1):
             for c in range(c0, c0 + nch):
                 base = (n * P.C + c) * P.inner
                 if prefetch:
-                    prefetch_next_block(P, base + span, P.inner * sizeof(storage_t), a, b)
+                    prefetch_next_block(base + span, P.inner * sizeof(storage_t), a, b)
                 if stream:
                     apply_run_streamed(mode, a + base, b + base, out + base, P.inner, params.A[c], params.B[c], params.K[c],
                                        params.center[c])
@@ -389,6 +390,4 @@ cdef void apply_plane_item(const Plan* P, const Params* params, Apply mode, Py_s
             tiles[3 * W + j] = params.center[c]
     for n in range(n0, n1):  # (never streamed: see streams() in _batch_norm_impl.pxi)
         base = (n * P.C + c0) * P.inner
-        if prefetch:
-            prefetch_next_block(P, base + span, span * sizeof(storage_t), a, b)
         apply_rows(mode, a + base, b + base, out + base, 1, span, tiles, tiles + W, tiles + 2 * W, tiles + 3 * W)
