@@ -115,6 +115,30 @@ def test_numba_is_a_bitwise_twin_of_cython():
     assert not differ, f"{len(differ)} of {len(cases)} cases differ, e.g. {differ[:5]}"
 
 
+def test_numba_streamed_outputs_are_bitwise_cythons(monkeypatch):
+    """With every output streamed (both thresholds at 0: non-temporal stores, 8 values at a time
+    from Numba's vector intrinsic; through L1 buffers in C), the two backends still agree byte
+    for byte over the bits-lock grid, and Numba's bytes are those of its ordinary stores."""
+    extras.require_backend("cython")
+    extras.require_backend("numba")
+    from fbnops.kernels import cython_backend, numba_backend
+    from fbnops.kernels._cython import _tools as tools
+
+    ordinary = lock.compute_bits(("numba",))
+    monkeypatch.setattr(numba_backend, "stream_min_bytes", 0)
+    old = tools.set_stream_min_bytes(cython_backend._bn, 0)
+    try:
+        got = lock.compute_bits(("cython", "numba"))
+    finally:
+        tools.set_stream_min_bytes(cython_backend._bn, old)
+    cases = [k.split("/", 1)[1] for k in got if k.startswith("numba/")]
+    assert len(cases) == len(lock.CASES) * len(lock.DTYPES) * len(lock.MODES) * len(lock.THREADS)
+    differ = [c for c in cases if got["cython/" + c] != got["numba/" + c]]
+    assert not differ, f"{len(differ)} of {len(cases)} cases differ from Cython's, e.g. {differ[:5]}"
+    changed = [c for c in cases if ordinary["numba/" + c] != got["numba/" + c]]
+    assert not changed, f"streaming changed {len(changed)} of Numba's outputs, e.g. {changed[:5]}"
+
+
 def test_numba_float64_totals_are_bitwise_cythons():
     """The per-channel float64 totals, before any rounding to float32, on values from 2^-40 to
     2^40: there the float64 fold of a channel's lanes is inexact, and the bits are equal only if

@@ -1,7 +1,8 @@
 """Numba's disk cache for the kernels, keyed on the hash of every source the kernels compile in.
 
 Numba keys a cached function on the text of its own file only. The loops in
-``_numba_loops.py`` inline functions from ``_numba_rows.py``, ``_numba_fp.py`` and ``_numba_channels.py`` and read
+``_numba_loops.py`` inline functions from ``_numba_rows.py``, ``_numba_fp.py``, ``_numba_stream.py`` and
+``_numba_channels.py`` and read
 constants from ``_plan.py``, so a change there would leave stale machine code in the cache
 (it happened: float16 conversions changed and cached kernels kept the old ones). The locator
 here stamps each cached kernel with the SHA-256 of all those files together, so any change
@@ -17,7 +18,10 @@ import numba
 from numba.core import caching
 
 _HERE = Path(__file__).resolve().parent
-SOURCES = ("_numba_loops.py", "_numba_rows.py", "_numba_channels.py", "_numba_fp.py", "_numba_cache.py", "_plan.py")
+SOURCES = (
+    "_numba_loops.py", "_numba_rows.py", "_numba_channels.py", "_numba_fp.py", "_numba_stream.py", "_numba_cache.py",
+    "_plan.py",
+)  # fmt: skip
 SOURCES_HASH = hashlib.sha256(b"".join((_HERE / name).read_bytes() for name in SOURCES)).digest()
 
 

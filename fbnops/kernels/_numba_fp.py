@@ -16,6 +16,14 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
+from ._plan import Apply
+
+# Contraction (a*b + c -> FMA) only, which is what GCC does by default: no reassociation,
+# no reciprocals, no nnan/ninf.  The hot loops vectorize without reassociation (per-lane
+# accumulators), and every rounding is then the C kernels' rounding, whatever LLVM inlines.
+FASTMATH = {"contract"}
+
+
 # ---------------------------------------------------------------------------------------
 # 16-bit storage: bit casts and conversions
 # ---------------------------------------------------------------------------------------
@@ -197,3 +205,14 @@ def _store_impl(out, i, v):
 
         return store_bf16
     return None
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _apply1(amode, x, dy, A, B, K, m):
+    """One output value of an apply pass (the formulas of _plan.Apply, as the C fb_apply1), all
+    float32; with amode a constant, LLVM drops the loads a mode does not use."""
+    if amode == Apply.APPLY_FULL:
+        return A * ((dy + K) + B * (x - m))
+    if amode == Apply.APPLY_B:
+        return A * dy
+    return B * (x - m) + K

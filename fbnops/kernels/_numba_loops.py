@@ -26,9 +26,10 @@ from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, make_params, tile
 from ._numba_fp import pairs_of
 from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _pair_tiles_from, _reduce, _runs
-from ._plan import BLOCK_ROWS, FOLD_WAYS, Apply, Op, Plan, Reduce
+from ._plan import BLOCK_ROWS, FOLD_WAYS, Apply, Op, Plan, Reduce, _prefetches, apply_mode
 
 assert FOLD_WAYS == 8, "_fold_run is written out for eight running totals"
+_prefetches = njit(inline="always")(_prefetches)  # (the rule the Cython kernels compile from _plan.py)
 
 # ---------------------------------------------------------------------------------------
 # Items.  Channels-last: a range of folded rows.  Channels-first: (channel block, batch range).
@@ -141,12 +142,16 @@ def _reduce_plane_item(a, b, mode, p, item, center, m, acc0, acc1, p0, p1, sums)
 
 
 @njit(inline="always")
-def _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles, pairs):
+def _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles, pairs, prefetch, stream):
+    """The element pass of one item; with `prefetch`, each long plane of the next channel block
+    (the thread's next item: fused_region) is requested as this block's is applied."""
     c0, nch, n0, n1 = _block_bounds(p, item)
     base, stride = (n0 * p.C + c0) * p.inner, p.C * p.inner
     if p.runs:  # long planes: a channel's runs, scalar coefficients (see _plan.Plan)
+        ahead = nch * p.inner if prefetch and c0 + nch < p.C else 0
         for c in range(c0, c0 + nch):
-            _runs(amode, a, b, out, base + (c - c0) * p.inner, stride, n1 - n0, p.inner, A[c], B[c], K[c], center[c])
+            _runs(amode, a, b, out, base + (c - c0) * p.inner, stride, n1 - n0, p.inner, A[c], B[c], K[c], center[c],
+                  ahead, stream)  # fmt: skip
         return
     R = p.run
     At, Bt, Kt, mt = tiles[0], tiles[1], tiles[2], tiles[3]
@@ -155,7 +160,7 @@ def _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, tiles, pairs):
         _fill(Kt, c * R, R, K[c0 + c]), _fill(mt, c * R, R, center[c0 + c])
     if pairs_of(a):
         _pair_tiles_from(tiles, pairs)
-    _apply(amode, a, b, out, base, stride, n1 - n0, nch * p.inner, p.width, At, Bt, Kt, mt, pairs)
+    _apply(amode, a, b, out, base, stride, n1 - n0, nch * p.inner, p.width, At, Bt, Kt, mt, pairs, stream)
 
 
 # ---------------------------------------------------------------------------------------
@@ -242,17 +247,19 @@ def samples_region(a, b, mode, p, nsamples, nchunks, m_tile, center, out):
 
 
 @_region
-def apply_region(a, b, out, amode, p, nchunks, tiles, pairs, A, B, K, center):
-    """The apply pass; channels-last rows use the call's tiles and pairs (see apply_tiles)."""
+def apply_region(a, b, out, amode, p, nchunks, tiles, pairs, A, B, K, center, stream):
+    """The apply pass; channels-last rows use the call's tiles and pairs (see apply_tiles);
+    stream: the output is written non-temporally (_plan._streams)."""
     for t in prange(nchunks):
         plane_tiles, plane_pairs = _tile_scratch(a, p.width)
         i0, i1 = _chunk(t, p.nitems, nchunks)
         for item in range(i0, i1):
             if p.channels_last:
                 e0, e1 = _row_bounds(p, item)
-                _apply(amode, a, b, out, e0, 0, 1, e1 - e0, p.width, tiles[0], tiles[1], tiles[2], tiles[3], pairs)
+                _apply(amode, a, b, out, e0, 0, 1, e1 - e0, p.width, tiles[0], tiles[1], tiles[2], tiles[3], pairs,
+                       stream)  # fmt: skip
             else:
-                _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, plane_tiles, plane_pairs)
+                _apply_plane_item(a, b, out, amode, p, item, A, B, K, center, plane_tiles, plane_pairs, False, stream)
 
 
 # What an op runs (as plain ints: Numba types an IntEnum member apart from an int, and the
@@ -272,25 +279,19 @@ def _reduce_mode(op, q):
     return Reduce.RED_SUM.value if q == 0 else Reduce.RED_SQ.value
 
 
-@njit(inline="always")
-def _apply_mode(op):
-    if op == Op.GRAD_TRAIN:
-        return Apply.APPLY_FULL.value
-    if op == Op.GRAD_FROZEN:
-        return Apply.APPLY_B.value
-    return Apply.APPLY_A.value
+_apply_mode = njit(inline="always")(apply_mode)
 
 
 @_region
-def fused_region(a, b, out, p, nchunks, params):
+def fused_region(a, b, out, p, nchunks, params, stream):
     """Channels-first with one item per channel block: reduce, coefficients and apply back to back."""
     for t in prange(nchunks):
         i0, i1 = _chunk(t, p.nitems, nchunks)
-        _fused_items(a, b, out, p, i0, i1, params)
+        _fused_items(a, b, out, p, i0, i1, params, stream)
 
 
 @njit
-def _fused_items(a, b, out, p, i0, i1, params):
+def _fused_items(a, b, out, p, i0, i1, params, stream):
     """Items [i0, i1) of fused_region, in a function of their own (not the prange body, which
     Numba transforms): its scratch is its own, and _channels_done is inlined here without
     fastmath (a call per channel copied params' 14 arrays: a fifth of a small-plane forward)."""
@@ -299,12 +300,14 @@ def _fused_items(a, b, out, p, i0, i1, params):
     sums = np.empty((2, p.block), np.float64)
     tiles, pairs = _tile_scratch(a, p.width)
     amode = _apply_mode(op)
+    prefetch = _prefetches(p.outer, p.block, p.inner, a.itemsize, 1 if amode == Apply.APPLY_A else 2)
+    A, B, K = params.A, params.B, params.K
     for item in range(i0, i1):
         c0, nch, _, _ = _block_bounds(p, item)
         for q in range(_npasses(op)):
             _reduce_plane_item(a, b, _reduce_mode(op, q), p, item, params.center, m, acc0, acc1, p0, p1, sums)
             _channels_done(params, q, c0, nch, sums[0], sums[1])
-        _apply_plane_item(a, b, out, amode, p, item, params.A, params.B, params.K, params.center, tiles, pairs)
+        _apply_plane_item(a, b, out, amode, p, item, A, B, K, params.center, tiles, pairs, prefetch, stream)
 
 
 # ---------------------------------------------------------------------------------------
@@ -313,7 +316,7 @@ def _fused_items(a, b, out, p, i0, i1, params):
 # ---------------------------------------------------------------------------------------
 
 
-def _drive(a, b, out, plan_fields, nchunks, op, eps, n, scale, offset, variance, center):
+def _drive(a, b, out, plan_fields, nchunks, op, eps, n, scale, offset, variance, center, stream):
     """The whole op: each reduction pass with its finish, then the apply pass; channel blocks
     that hold whole channels run all three in one region (fused_region).  Returns the block of
     per-channel vectors (see make_params).  The plan comes as a plain tuple: Numba types a
@@ -321,7 +324,7 @@ def _drive(a, b, out, plan_fields, nchunks, op, eps, n, scale, offset, variance,
     p = Plan(*plan_fields)
     params, vecs = make_params(op, eps, n, scale, offset, variance, center)
     if not p.channels_last and p.per_channel == 1 and op != Op.FWD_INFER:
-        fused_region(a, b, out, p, nchunks, params)
+        fused_region(a, b, out, p, nchunks, params, stream)
         return vecs
     s = np.zeros((2, p.C))
     part = np.empty((p.nitems, 2, p.width if p.channels_last else p.block))
@@ -334,7 +337,7 @@ def _drive(a, b, out, plan_fields, nchunks, op, eps, n, scale, offset, variance,
         finish_pass(params, 0, s[0], s[1])
     A, B, K, center = params.A, params.B, params.K, params.center
     tiles, pairs = apply_tiles(a, p, A, B, K, center)
-    apply_region(a, b, out, _apply_mode(op), p, nchunks, tiles, pairs, A, B, K, center)
+    apply_region(a, b, out, _apply_mode(op), p, nchunks, tiles, pairs, A, B, K, center, stream)
     return vecs
 
 

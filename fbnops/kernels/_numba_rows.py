@@ -13,15 +13,23 @@ from types import FunctionType
 import numpy as np
 from numba import njit
 
-from ._numba_fp import _bf16_pair, _bf16_round_high, _bits_from_f32, _f32_from_bits, _load, _store, borrowed, pairs_of
+from ._numba_fp import (
+    FASTMATH,
+    _apply1,
+    _bf16_pair,
+    _bf16_round_high,
+    _bits_from_f32,
+    _f32_from_bits,
+    _load,
+    _store,
+    borrowed,
+    pairs_of,
+)
+from ._numba_stream import prefetch_lines, stream_fence, streamed_row
 from ._plan import BLOCK_ROWS, STREAM_MIN_BYTES, Apply, Reduce
 
 MODE = -1  # the mode a sweep is compiled for: each compiled twin binds its own (see _per_mode)
 
-# Contraction (a*b + c -> FMA) only, which is what GCC does by default: no reassociation,
-# no reciprocals, no nnan/ninf.  The hot loops vectorize without reassociation (per-lane
-# accumulators), and every rounding is then the C kernels' rounding, whatever LLVM inlines.
-FASTMATH = {"contract"}
 
 # ---------------------------------------------------------------------------------------
 # Rows of W lanes: reduce into float32 lanes, flush to float64; apply with per-lane tiles
@@ -103,23 +111,12 @@ def _reduce_rows(a, b, mode, start, stride, L, m, acc0, acc1):
             acc1[j] = (((t + d0 * d0) + d1 * d1) + d2 * d2) + d3 * d3
 
 
-@njit(inline="always", fastmath=FASTMATH)
-def _apply1(amode, x, dy, A, B, K, m):
-    """One output value of an apply pass (the formulas of _plan.Apply, as the C fb_apply1), all
-    float32; with amode a constant, LLVM drops the loads a mode does not use."""
-    if amode == Apply.APPLY_FULL:
-        return A * ((dy + K) + B * (x - m))
-    if amode == Apply.APPLY_B:
-        return A * dy
-    return B * (x - m) + K
-
-
 @njit(inline="always")
 def _two_rows(a):
     """Whether an APPLY_A pass takes two rows per load of the tiles, as the C kernels'
     fb_apply_*_rows: float16 outputs under STREAM_MIN_BYTES (measured 0.92x; slower for float32,
-    and 1.6x slower for larger outputs, out of cache).  Its own measured threshold: the C kernels
-    stream from half that size (_plan._streams), and Numba does not stream."""
+    and 1.6x slower for larger outputs, out of cache).  Its own measured threshold, from before
+    Numba streamed: outputs that _plan._streams streams never get here (see _apply_sweep)."""
     return a.itemsize == 2 and not pairs_of(a) and a.size * 2 < STREAM_MIN_BYTES
 
 
@@ -230,9 +227,17 @@ def _reduce_sweep(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nro
     return nrows
 
 
-def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs):
+def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs, stream):
     a, b, out, pairs = borrowed(a), borrowed(b), borrowed(out), borrowed(pairs)
     At, Bt, Kt, mt = borrowed(At), borrowed(Bt), borrowed(Kt), borrowed(mt)
+    if stream:  # the output past the caches, written non-temporally (_plan._streams), row by row
+        for k in range(count):
+            pos, stop = base + k * stride, base + k * stride + span
+            while pos < stop:
+                streamed_row(a, b, out, MODE, pos, min(W, stop - pos), At, Bt, Kt, mt)
+                pos += W
+        stream_fence()
+        return
     if pairs_of(a):  # bfloat16: two values to a word, as in _apply_runs, with the tiles split by lane parity (pairs)
         n = a.shape[0] - a.shape[0] % 2
         wa, wb, wo = a[:n].view(np.uint32), b[:n].view(np.uint32), out[:n].view(np.uint32)
@@ -257,19 +262,39 @@ def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs)
         _apply_span(a, b, out, MODE, start, start + span, W, At, Bt, Kt, mt, two_rows)
 
 
-def _apply_runs(a, b, out, base, stride, count, L, A, B, K, m):
+def _apply_runs(a, b, out, base, stride, count, L, A, B, K, m, ahead, stream):
+    """`count` runs of L values `stride` apart from `base`; with ahead > 0, the run `ahead` values
+    past each one (the next channel block's plane) is requested before the run is applied: x's,
+    and dy's where the mode reads dy (see _plan._prefetches); with `stream`, written
+    non-temporally (_plan._streams)."""
     a, b, out = borrowed(a), borrowed(b), borrowed(out)
+    if stream:
+        for k in range(count):
+            _prefetch_ahead(a, b, base + k * stride + ahead, L, ahead, MODE != Apply.APPLY_A)
+            streamed_row(a, b, out, MODE, base + k * stride, L, A, B, K, m)
+        stream_fence()
+        return
     if pairs_of(a) and base % 2 == 0 and stride % 2 == 0:  # bfloat16 runs that start on a word
         n = a.shape[0] - a.shape[0] % 2
         wa, wb, wo = a[:n].view(np.uint32), b[:n].view(np.uint32), out[:n].view(np.uint32)
         for k in range(count):
             start = base + k * stride
+            _prefetch_ahead(a, b, start + ahead, L, ahead, MODE != Apply.APPLY_A)
             _apply_run_pairs(wa, wb, wo, MODE, start // 2, L // 2, A, B, K, m)
             if L % 2:  # (an odd last value alone)
                 _apply_run_values(a, b, out, MODE, start + L - 1, 1, A, B, K, m)
         return
     for k in range(count):
+        _prefetch_ahead(a, b, base + k * stride + ahead, L, ahead, MODE != Apply.APPLY_A)
         _apply_run_values(a, b, out, MODE, base + k * stride, L, A, B, K, m)
+
+
+@njit(inline="always")
+def _prefetch_ahead(a, b, start, n, ahead, with_dy):
+    if ahead > 0:
+        prefetch_lines(a, start, n)
+        if with_dy:
+            prefetch_lines(b, start, n)
 
 
 def _per_mode(fn, modes):
@@ -299,26 +324,27 @@ def _reduce(mode, a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nro
 
 
 @njit(inline="always")
-def _apply(amode, a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs):
+def _apply(amode, a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs, stream):
     """The rows of an apply pass with per-lane tiles (amode: an Apply value; pairs: the tiles
-    split by lane parity, read for bfloat16 only)."""
+    split by lane parity, read for bfloat16 only; stream: see _apply_sweep)."""
     if amode == Apply.APPLY_FULL:
-        _apply_full(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs)
+        _apply_full(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs, stream)
     elif amode == Apply.APPLY_B:
-        _apply_b(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs)
+        _apply_b(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs, stream)
     else:
-        _apply_a(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs)
+        _apply_a(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs, stream)
 
 
 @njit(inline="always")
-def _runs(amode, a, b, out, base, stride, count, L, A, B, K, m):
-    """The runs of one large channels-first plane with scalar coefficients (amode: an Apply value)."""
+def _runs(amode, a, b, out, base, stride, count, L, A, B, K, m, ahead, stream):
+    """The runs of one large channels-first plane with scalar coefficients (amode: an Apply value;
+    ahead, stream: see _apply_runs)."""
     if amode == Apply.APPLY_FULL:
-        _runs_full(a, b, out, base, stride, count, L, A, B, K, m)
+        _runs_full(a, b, out, base, stride, count, L, A, B, K, m, ahead, stream)
     elif amode == Apply.APPLY_B:
-        _runs_b(a, b, out, base, stride, count, L, A, B, K, m)
+        _runs_b(a, b, out, base, stride, count, L, A, B, K, m, ahead, stream)
     else:
-        _runs_a(a, b, out, base, stride, count, L, A, B, K, m)
+        _runs_a(a, b, out, base, stride, count, L, A, B, K, m, ahead, stream)
 
 
 @njit(inline="always")

@@ -78,6 +78,17 @@ class Apply(IntEnum):
 
 CONTRACT_ENUMS = (Op, Reduce, Apply)
 
+
+def apply_mode(op):
+    """The element pass of an op (an Op value in, an Apply value out: plain ints, as the Numba
+    kernels compile it too)."""
+    if op == Op.GRAD_TRAIN:
+        return Apply.APPLY_FULL.value
+    if op == Op.GRAD_FROZEN:
+        return Apply.APPLY_B.value
+    return Apply.APPLY_A.value
+
+
 # Emitted into the Cython build as compile-time constants (array bounds need them).
 PXI_CONSTANTS = (
     "LANES", "MAX_W", "BLOCK_ROWS", "STRIP_PIECES", "FOLD_WAYS", "ROW_ITEM_ELEMS", "MAX_ROW_ITEMS", "PLANE_ITEM_BYTES",

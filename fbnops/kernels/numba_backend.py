@@ -28,7 +28,8 @@ from ..framework.threads import note_parallel
 from . import _numba_channels as channels
 from . import _numba_loops as loops
 from . import outputs
-from ._plan import Op, plan, threads_for
+from ._numba_fp import HARDWARE_HALF
+from ._plan import STREAM_MIN_BYTES, Apply, Op, _streams, apply_mode, plan, threads_for
 
 # Storage dtype of each input dtype: float32 as is, 16-bit floats as their bits (Numba has
 # no float16/bfloat16 arrays).
@@ -37,6 +38,20 @@ _BITS = {
     np.dtype(dtypes.float16): np.dtype(np.uint16),
     np.dtype(dtypes.bfloat16): np.dtype(np.int16),
 }
+
+
+# Where _plan._streams starts streaming; tests lower it to stream small outputs (the bits must not
+# change), as _tools.set_stream_min_bytes does for the C kernels.  Production code never writes it.
+stream_min_bytes = STREAM_MIN_BYTES
+
+
+def _streamed(p, x: np.ndarray, amode: int) -> bool:
+    """Whether the apply pass writes its output non-temporally: _plan._streams, as the C kernels
+    decide (float16 only where Numba converts with F16C, the x86-64-v3 build's instructions)."""
+    if x.dtype == dtypes.float16 and not HARDWARE_HALF:
+        return False
+    full = amode == Apply.APPLY_FULL
+    return _streams(p.channels_last, p.block, x.size, x.dtype.itemsize, full, stream_min_bytes)
 
 
 def _storage(x: np.ndarray, writeable: bool = True) -> np.ndarray:
@@ -129,7 +144,8 @@ def _run(op: int, x, dy, scale, offset, mean, variance, epsilon: float):
     p = plan(outer, C, inner, x.dtype.itemsize)
     per_channel = _per_channel(op, epsilon, float(outer) * float(inner), scale, offset, variance, mean)
     n = _threads(x.size)
-    vecs = _launch(loops.drive, n, a, b, _storage(out_arr), tuple(p), _chunks(p.nitems, n), *per_channel)
+    stream = _streamed(p, x, apply_mode(op))
+    vecs = _launch(loops.drive, n, a, b, _storage(out_arr), tuple(p), _chunks(p.nitems, n), *per_channel, stream)
     return out_arr, vecs[0], vecs[1]
 
 
@@ -187,7 +203,8 @@ def apply(amode, x, dy, A, B, K, center):
     p = plan(outer, C, inner, x.dtype.itemsize)
     tiles, pairs = loops.apply_tiles(a, p, A, B, K, center)
     n = _threads(x.size)
-    args = (a, b, _storage(out_arr), int(amode), p, _chunks(p.nitems, n), tiles, pairs, A, B, K, center)
+    stream = _streamed(p, x, amode)
+    args = (a, b, _storage(out_arr), int(amode), p, _chunks(p.nitems, n), tiles, pairs, A, B, K, center, stream)
     _launch(loops.apply_region, n, *args)
     return out_arr
 

@@ -1,0 +1,222 @@
+"""Streamed output and prefetches for the Numba kernels (the twin of ``_cython/_stream.h``).
+
+An output past the caches is written with non-temporal stores, which skip reading each line
+before overwriting it (``_plan._streams`` decides when, for both backends).  The C kernels
+compute a row into an L1 buffer and copy it out streamed; here each group of 8 values is
+computed in vector registers and stored straight from them (:func:`streamed_row`): loaded,
+widened, the mode's formula with an explicit FMA, narrowed and stored, all in one intrinsic.
+The operations are those of the C kernels' 8-lane code (``fb_apply8`` and the F16C / integer
+narrowing), so the bits are the same.  A Numba loop that filled a buffer, then copied it with
+a streaming intrinsic, ran slower than ordinary stores (see docs/performance.md).
+
+:func:`prefetch_lines` requests lines ahead of their use (``_plan._prefetches``).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
+
+from ._numba_fp import FASTMATH, _apply1, _load, _store
+from ._plan import Apply
+
+LANES8 = 8  # values per streamed store: 32 bytes of float32, 16 of a 16-bit type
+
+_F32 = ir.FloatType()
+_V8 = ir.VectorType(_F32, LANES8)
+_I32 = ir.IntType(32)
+
+
+def _declare(builder, name, ret, params):
+    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, params), name)
+
+
+@intrinsic
+def _prefetch(typingctx, arr, i):
+    """A request for the cache line of arr[i] (llvm.prefetch: read, keep in all levels), the
+    C kernels' __builtin_prefetch: a hint that never faults and changes no value."""
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(arr)(context, builder, value=args[0])
+        byte_ptr = ir.PointerType(ir.IntType(8))
+        fn = _declare(builder, "llvm.prefetch.p0", ir.VoidType(), [byte_ptr, _I32, _I32, _I32])
+        at = builder.bitcast(builder.gep(ary.data, [args[1]]), byte_ptr)
+        builder.call(fn, [at, _I32(0), _I32(3), _I32(1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, types.intp), codegen
+
+
+@njit(inline="always")
+def prefetch_lines(a, start, n):
+    """Request the lines of a[start:start + n] (every 64 bytes)."""
+    step = max(64 // a.itemsize, 1)
+    for i in range(start, start + n, step):
+        _prefetch(a, i)
+
+
+@intrinsic
+def stream_fence(typingctx):
+    """Order the streamed stores before anything the thread does next (sfence)."""
+
+    def codegen(context, builder, signature, args):
+        builder.call(_declare(builder, "llvm.x86.sse.sfence", ir.VoidType(), []), [])
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+def _widened8(builder, context, ty, value, index):
+    """ty's elements [index, index + 8) as float32 lanes: float32 as is, float16 bits (uint16)
+    converted (F16C's vcvtph2ps), bfloat16 bits (int16) shifted into the upper half."""
+    ary = context.make_array(ty)(context, builder, value=value)
+    bits = ir.IntType(ty.dtype.bitwidth)
+    vec = ir.VectorType(_F32 if ty.dtype == types.float32 else bits, LANES8)
+    v = builder.load(builder.bitcast(builder.gep(ary.data, [index]), vec.as_pointer()), align=ty.dtype.bitwidth // 8)
+    if ty.dtype == types.float32:
+        return v
+    if ty.dtype == types.uint16:
+        return builder.fpext(builder.bitcast(v, ir.VectorType(ir.HalfType(), LANES8)), _V8)
+    wide = builder.shl(builder.zext(v, ir.VectorType(_I32, LANES8)), ir.Constant(ir.VectorType(_I32, LANES8), 16))
+    return builder.bitcast(wide, _V8)
+
+
+def _narrowed8(builder, dtype, y):
+    """float32 lanes y rounded to dtype's bits (round to nearest even; a bfloat16 NaN keeps its
+    upper half with the quiet bit set: _numba_fp._bf16_round_high)."""
+    if dtype == types.float32:
+        return y
+    if dtype == types.uint16:
+        return builder.bitcast(
+            builder.fptrunc(y, ir.VectorType(ir.HalfType(), LANES8)), ir.VectorType(ir.IntType(16), 8)
+        )
+    v32 = ir.VectorType(_I32, LANES8)
+
+    def splat(c):
+        return ir.Constant(v32, c)
+
+    u = builder.bitcast(y, v32)
+    nan = builder.icmp_unsigned(">", builder.and_(u, splat(0x7FFFFFFF)), splat(0x7F800000))
+    odd = builder.and_(builder.lshr(u, splat(16)), splat(1))
+    rounded = builder.add(builder.add(u, splat(0x7FFF)), odd)
+    high = builder.select(nan, builder.or_(u, splat(0x400000)), rounded)
+    return builder.trunc(builder.lshr(high, splat(16)), ir.VectorType(ir.IntType(16), LANES8))
+
+
+def _coefficient8(builder, context, ty, value, j):
+    """A coefficient as 8 lanes: a tile's lanes [j, j + 8), or one float32 in every lane."""
+    if isinstance(ty, types.Array):
+        return _widened8(builder, context, ty, value, j)
+    one = builder.insert_element(
+        ir.Constant(_V8, ir.Undefined), context.cast(builder, value, ty, types.float32), _I32(0)
+    )
+    return builder.shuffle_vector(
+        one, ir.Constant(_V8, ir.Undefined), ir.Constant(ir.VectorType(_I32, LANES8), [0] * 8)
+    )
+
+
+def _apply8_for(mode: int, streamed: bool):
+    """out[i:i + 8] = the mode's formula on a[i:], b[i:] (coefficients: floats, or tiles read at
+    lane j); streamed: a non-temporal store, out + i aligned to the 8 values (see streamed_row);
+    else an ordinary one, anywhere."""
+
+    @intrinsic
+    def apply8(typingctx, a, b, out, i, A, B, K, m, j):
+        def codegen(context, builder, signature, args):
+            ta, tb, tout, _, tA, tB, tK, tm, _ = signature.args
+            va, vb, vout, vi, vA, vB, vK, vm, vj = args
+            fma = _declare(builder, "llvm.fma.v8f32", _V8, [_V8, _V8, _V8])
+            cA, cB, cK, cm = (
+                _coefficient8(builder, context, t, v, vj) for t, v in ((tA, vA), (tB, vB), (tK, vK), (tm, vm))
+            )
+            if mode == Apply.APPLY_B:  # A * dy
+                y = builder.fmul(cA, _widened8(builder, context, tb, vb, vi))
+            else:
+                d = builder.fsub(_widened8(builder, context, ta, va, vi), cm)
+                if mode == Apply.APPLY_A:  # fma(B, x - m, K)
+                    y = builder.call(fma, [cB, d, cK])
+                else:  # A * fma(B, x - m, dy + K)
+                    y = builder.fmul(
+                        cA, builder.call(fma, [cB, d, builder.fadd(_widened8(builder, context, tb, vb, vi), cK)])
+                    )
+            value = _narrowed8(builder, tout.dtype, y)
+            ary = context.make_array(tout)(context, builder, value=vout)
+            at = builder.bitcast(builder.gep(ary.data, [vi]), value.type.as_pointer())
+            size = tout.dtype.bitwidth // 8
+            store = builder.store(value, at, align=LANES8 * size if streamed else size)
+            if streamed:
+                store.set_metadata("nontemporal", builder.module.add_metadata([_I32(1)]))
+            return context.get_dummy_value()
+
+        return types.void(a, b, out, types.intp, A, B, K, m, types.intp), codegen
+
+    return apply8
+
+
+_STREAMED8 = tuple(_apply8_for(m, True) for m in (Apply.APPLY_FULL, Apply.APPLY_B, Apply.APPLY_A))
+_ORDINARY8 = tuple(_apply8_for(m, False) for m in (Apply.APPLY_FULL, Apply.APPLY_B, Apply.APPLY_A))
+_streamed8_full, _streamed8_b, _streamed8_a = _STREAMED8
+_ordinary8_full, _ordinary8_b, _ordinary8_a = _ORDINARY8
+
+
+@njit(inline="always")
+def _apply8(amode, streamed, a, b, out, i, A, B, K, m, j):
+    """The intrinsic of the mode (a constant where the sweeps call it: one branch is left)."""
+    if amode == Apply.APPLY_FULL:
+        if streamed:
+            _streamed8_full(a, b, out, i, A, B, K, m, j)
+        else:
+            _ordinary8_full(a, b, out, i, A, B, K, m, j)
+    elif amode == Apply.APPLY_B:
+        if streamed:
+            _streamed8_b(a, b, out, i, A, B, K, m, j)
+        else:
+            _ordinary8_b(a, b, out, i, A, B, K, m, j)
+    elif streamed:
+        _streamed8_a(a, b, out, i, A, B, K, m, j)
+    else:
+        _ordinary8_a(a, b, out, i, A, B, K, m, j)
+
+
+def _lane(v, j):
+    """Coefficient v at lane j: a tile's lane, or the float itself."""
+
+
+@overload(_lane, inline="always")
+def _lane_impl(v, j):
+    if isinstance(v, types.Array):
+        return lambda v, j: v[j]
+    return lambda v, j: v
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _values(a, b, out, amode, start, n, A, B, K, m):
+    """Values start + j for j below n (a row of fewer than 8), one by one, with ordinary stores."""
+    for j in range(n):
+        _store(out, start + j, _apply1(amode, _load(a, start + j), _load(b, start + j), _lane(A, j), _lane(B, j),
+                                       _lane(K, j), _lane(m, j)))  # fmt: skip
+
+
+@njit(inline="always")
+def streamed_row(a, b, out, amode, start, L, A, B, K, m):
+    """out[start:start + L] of an apply pass, streamed: the first 8 values with an ordinary store
+    (the head up to the first boundary of 8 values, as _stream.h's head bytes), 8 at a time
+    non-temporally from that boundary, and the last 8 with an ordinary store (the tail).  Values
+    the head or tail store overlaps are written twice with the same bits.  A row shorter than 8
+    goes value by value.  A..m: a channel's floats, or tiles whose lane 0 is the row's first
+    value.  The caller fences (stream_fence) once its item is done.  (No scalar loops around the
+    vector ones: LLVM vectorized those too, and compiling the kernels took 1.7x as long.)"""
+    size = out.itemsize
+    addr = out.ctypes.data + start * size
+    if L < LANES8 or addr % size:  # (a misaligned output never comes from the kernels' allocator)
+        _values(a, b, out, amode, start, L, A, B, K, m)
+        return
+    _apply8(amode, False, a, b, out, start, A, B, K, m, 0)
+    j = ((LANES8 * size - addr % (LANES8 * size)) % (LANES8 * size)) // size
+    while j + LANES8 <= L:
+        _apply8(amode, True, a, b, out, start + j, A, B, K, m, j)
+        j += LANES8
+    if j < L:
+        _apply8(amode, False, a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
