@@ -25,8 +25,8 @@ from numba import njit, prange
 from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, make_params, tile
 from ._numba_fp import pairs_of
-from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _pair_tiles_from, _reduce, _runs
-from ._plan import BLOCK_ROWS, FOLD_WAYS, Apply, Op, Plan, Reduce, _prefetches, apply_mode
+from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _inputs, _pair_tiles_from, _reduce, _runs
+from ._plan import BLOCK_ROWS, FOLD_WAYS, Op, Plan, Reduce, _prefetches, apply_mode
 
 assert FOLD_WAYS == 8, "_fold_run is written out for eight running totals"
 _prefetches = njit(inline="always")(_prefetches)  # (the rule the Cython kernels compile from _plan.py)
@@ -300,7 +300,7 @@ def _fused_items(a, b, out, p, i0, i1, params, stream):
     sums = np.empty((2, p.block), np.float64)
     tiles, pairs = _tile_scratch(a, p.width)
     amode = _apply_mode(op)
-    prefetch = _prefetches(p.outer, p.block, p.inner, a.itemsize, 1 if amode == Apply.APPLY_A else 2)
+    prefetch = _prefetches(p.outer, p.block, p.inner, a.itemsize, _inputs(amode))
     A, B, K = params.A, params.B, params.K
     for item in range(i0, i1):
         c0, nch, _, _ = _block_bounds(p, item)

@@ -26,7 +26,9 @@ from ._numba_fp import (
     pairs_of,
 )
 from ._numba_stream import prefetch_lines, stream_fence, streamed_row
-from ._plan import BLOCK_ROWS, STREAM_MIN_BYTES, Apply, Reduce
+from ._plan import BLOCK_ROWS, STREAM_MIN_BYTES, Apply, Reduce, _inputs
+
+_inputs = njit(inline="always")(_inputs)  # (the rule the Cython kernels compile from _plan.py)
 
 MODE = -1  # the mode a sweep is compiled for: each compiled twin binds its own (see _per_mode)
 
@@ -270,7 +272,7 @@ def _apply_runs(a, b, out, base, stride, count, L, A, B, K, m, ahead, stream):
     a, b, out = borrowed(a), borrowed(b), borrowed(out)
     if stream:
         for k in range(count):
-            _prefetch_ahead(a, b, base + k * stride + ahead, L, ahead, MODE != Apply.APPLY_A)
+            _prefetch_ahead(a, b, base + k * stride + ahead, L, ahead, _inputs(MODE) > 1)
             streamed_row(a, b, out, MODE, base + k * stride, L, A, B, K, m)
         stream_fence()
         return
@@ -279,13 +281,13 @@ def _apply_runs(a, b, out, base, stride, count, L, A, B, K, m, ahead, stream):
         wa, wb, wo = a[:n].view(np.uint32), b[:n].view(np.uint32), out[:n].view(np.uint32)
         for k in range(count):
             start = base + k * stride
-            _prefetch_ahead(a, b, start + ahead, L, ahead, MODE != Apply.APPLY_A)
+            _prefetch_ahead(a, b, start + ahead, L, ahead, _inputs(MODE) > 1)
             _apply_run_pairs(wa, wb, wo, MODE, start // 2, L // 2, A, B, K, m)
             if L % 2:  # (an odd last value alone)
                 _apply_run_values(a, b, out, MODE, start + L - 1, 1, A, B, K, m)
         return
     for k in range(count):
-        _prefetch_ahead(a, b, base + k * stride + ahead, L, ahead, MODE != Apply.APPLY_A)
+        _prefetch_ahead(a, b, base + k * stride + ahead, L, ahead, _inputs(MODE) > 1)
         _apply_run_values(a, b, out, MODE, base + k * stride, L, A, B, K, m)
 
 

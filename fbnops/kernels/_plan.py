@@ -197,6 +197,12 @@ def _streams(channels_last, block, elems, itemsize, full, threshold):
     return elems * itemsize * (3 if full else 2) >= threshold
 
 
+def _inputs(amode):
+    """The tensors an op's passes read (an Apply value in): x alone for a forward, x and dy for a
+    gradient (which the next block's prefetch requests: _prefetches)."""
+    return 1 if amode == Apply.APPLY_A else 2
+
+
 def _prefetches(outer, block, inner, itemsize, ninputs):
     """Whether a fused channel block requests the next block's planes (software prefetch) while
     it applies its own: the thread's next item, whose first pass would otherwise wait on memory
@@ -266,7 +272,8 @@ def render_plan_pxd() -> str:
         lines.append(f"    {ctype} {field}{comment}")
     lines += ["", ""]
     lines += _as_cython(_gcd, "Py_ssize_t") + _as_cython(_ceil_div, "Py_ssize_t")
-    lines += _as_cython(_partition, "Plan") + _as_cython(_streams, "bint") + _as_cython(_prefetches, "bint")
+    lines += _as_cython(_partition, "Plan") + _as_cython(_streams, "bint")
+    lines += _as_cython(_inputs, "Py_ssize_t") + _as_cython(_prefetches, "bint")
     signature = "Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize"
     lines += [
         f"cdef inline Plan make_plan({signature}) noexcept nogil:",

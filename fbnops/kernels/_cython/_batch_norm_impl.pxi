@@ -36,7 +36,7 @@ from libc.string cimport memcpy
 from ._fp cimport NarrowRuns, fb_bf16, fb_f64_lanes, fb_half, fb_narrow_bf16_run, fb_narrow_half_run, load, storage_t, store
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
 from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FOLD_WAYS, FWD_INFER, FWD_TRAIN, GRAD_FROZEN, GRAD_TRAIN, MAX_W,
-                    STRIP_PIECES, _ceil_div, _prefetches, _streams,
+                    STRIP_PIECES, _ceil_div, _inputs, _prefetches, _streams,
                     RED_GRAD, RED_SQ, RED_SUM, STREAM_MIN_BYTES, Apply, Op, Plan, Reduce, make_plan)
 
 cnp.import_array()
@@ -370,7 +370,7 @@ cdef void run(const Plan* P, Params* params, const storage_t* a, const storage_t
     else:
         w.amode = APPLY_A
     w.stream = streams(P, sizeof(storage_t), w.amode)
-    w.prefetch = _prefetches(P.outer, P.block, P.inner, sizeof(storage_t), 2 if w.amode != APPLY_A else 1)
+    w.prefetch = _prefetches(P.outer, P.block, P.inner, sizeof(storage_t), _inputs(w.amode))
 
     if not P.channels_last and P.per_channel == 1 and w.npasses > 0:
         for_items(&w, P.nitems, nthreads, a, b, out)

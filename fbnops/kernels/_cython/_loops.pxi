@@ -348,11 +348,11 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
         fold_channels(P, mode, nch, acc, sums)
 
 
-cdef inline void prefetch_next_block(Py_ssize_t at, Py_ssize_t nbytes, const storage_t* a,
+cdef inline void prefetch_next_block(Apply mode, Py_ssize_t at, Py_ssize_t nbytes, const storage_t* a,
                                      const storage_t* b) noexcept nogil:
-    """Request the next channel block's part at `at` (x, and dy where the op has it)."""
+    """Request the next channel block's part at `at` (x, and dy where the op reads it: _plan._inputs)."""
     fb_prefetch_lines(a + at, nbytes)
-    if b != a:
+    if _inputs(mode) > 1:
         fb_prefetch_lines(b + at, nbytes)
 
 
@@ -373,7 +373,7 @@ cdef void apply_plane_item(const Plan* P, const Params* params, Apply mode, Py_s
             for c in range(c0, c0 + nch):
                 base = (n * P.C + c) * P.inner
                 if prefetch:
-                    prefetch_next_block(base + span, P.inner * sizeof(storage_t), a, b)
+                    prefetch_next_block(mode, base + span, P.inner * sizeof(storage_t), a, b)
                 if stream:
                     apply_run_streamed(mode, a + base, b + base, out + base, P.inner, params.A[c], params.B[c], params.K[c],
                                        params.center[c])

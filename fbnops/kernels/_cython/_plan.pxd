@@ -101,6 +101,12 @@ cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t
     return elems * itemsize * (3 if full else 2) >= threshold
 
 
+cdef inline Py_ssize_t _inputs(Py_ssize_t amode) noexcept nogil:
+    """The tensors an op's passes read (an Apply value in): x alone for a forward, x and dy for a
+    gradient (which the next block's prefetch requests: _prefetches)."""
+    return 1 if amode == Apply.APPLY_A else 2
+
+
 cdef inline bint _prefetches(Py_ssize_t outer, Py_ssize_t block, Py_ssize_t inner, Py_ssize_t itemsize, Py_ssize_t ninputs) noexcept nogil:
     """Whether a fused channel block requests the next block's planes (software prefetch) while
     it applies its own: the thread's next item, whose first pass would otherwise wait on memory
