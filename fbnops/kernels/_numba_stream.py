@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
+from numba.core import cgutils, errors
 from numba.extending import intrinsic, overload
 
 from ._numba_fp import FASTMATH, _apply1, _load, _store
@@ -90,7 +90,7 @@ def _narrowed8(builder, dtype, y):
         return y
     if dtype == types.uint16:
         return builder.bitcast(
-            builder.fptrunc(y, ir.VectorType(ir.HalfType(), LANES8)), ir.VectorType(ir.IntType(16), 8)
+            builder.fptrunc(y, ir.VectorType(ir.HalfType(), LANES8)), ir.VectorType(ir.IntType(16), LANES8)
         )
     v32 = ir.VectorType(_I32, LANES8)
 
@@ -113,7 +113,7 @@ def _coefficient8(builder, context, ty, value, j):
         ir.Constant(_V8, ir.Undefined), context.cast(builder, value, ty, types.float32), _I32(0)
     )
     return builder.shuffle_vector(
-        one, ir.Constant(_V8, ir.Undefined), ir.Constant(ir.VectorType(_I32, LANES8), [0] * 8)
+        one, ir.Constant(_V8, ir.Undefined), ir.Constant(ir.VectorType(_I32, LANES8), [0] * LANES8)
     )
 
 
@@ -155,29 +155,8 @@ def _apply8_for(mode: int, streamed: bool):
     return apply8
 
 
-_STREAMED8 = tuple(_apply8_for(m, True) for m in (Apply.APPLY_FULL, Apply.APPLY_B, Apply.APPLY_A))
-_ORDINARY8 = tuple(_apply8_for(m, False) for m in (Apply.APPLY_FULL, Apply.APPLY_B, Apply.APPLY_A))
-_streamed8_full, _streamed8_b, _streamed8_a = _STREAMED8
-_ordinary8_full, _ordinary8_b, _ordinary8_a = _ORDINARY8
-
-
-@njit(inline="always")
-def _apply8(amode, streamed, a, b, out, i, A, B, K, m, j):
-    """The intrinsic of the mode (a constant where the sweeps call it: one branch is left)."""
-    if amode == Apply.APPLY_FULL:
-        if streamed:
-            _streamed8_full(a, b, out, i, A, B, K, m, j)
-        else:
-            _ordinary8_full(a, b, out, i, A, B, K, m, j)
-    elif amode == Apply.APPLY_B:
-        if streamed:
-            _streamed8_b(a, b, out, i, A, B, K, m, j)
-        else:
-            _ordinary8_b(a, b, out, i, A, B, K, m, j)
-    elif streamed:
-        _streamed8_a(a, b, out, i, A, B, K, m, j)
-    else:
-        _ordinary8_a(a, b, out, i, A, B, K, m, j)
+# The intrinsic of each (mode, streamed): streamed_row picks its pair at compile time.
+_APPLY8 = {(mode, streamed): _apply8_for(mode, streamed) for mode in Apply for streamed in (False, True)}
 
 
 def _lane(v, j):
@@ -199,24 +178,37 @@ def _values(a, b, out, amode, start, n, A, B, K, m):
                                        _lane(K, j), _lane(m, j)))  # fmt: skip
 
 
-@njit(inline="always")
 def streamed_row(a, b, out, amode, start, L, A, B, K, m):
     """out[start:start + L] of an apply pass, streamed: the first 8 values with an ordinary store
     (the head up to the first boundary of 8 values, as _stream.h's head bytes), 8 at a time
     non-temporally from that boundary, and the last 8 with an ordinary store (the tail).  Values
     the head or tail store overlaps are written twice with the same bits.  A row shorter than 8
-    goes value by value.  A..m: a channel's floats, or tiles whose lane 0 is the row's first
-    value.  The caller fences (stream_fence) once its item is done.  (No scalar loops around the
-    vector ones: LLVM vectorized those too, and compiling the kernels took 1.7x as long.)"""
-    size = out.itemsize
-    addr = out.ctypes.data + start * size
-    if L < LANES8 or addr % size:  # (a misaligned output never comes from the kernels' allocator)
-        _values(a, b, out, amode, start, L, A, B, K, m)
-        return
-    _apply8(amode, False, a, b, out, start, A, B, K, m, 0)
-    j = ((LANES8 * size - addr % (LANES8 * size)) % (LANES8 * size)) // size
-    while j + LANES8 <= L:
-        _apply8(amode, True, a, b, out, start + j, A, B, K, m, j)
-        j += LANES8
-    if j < L:
-        _apply8(amode, False, a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
+    goes value by value.  amode: a compile-time constant (the sweeps' MODE), so that each sweep
+    lowers its own mode's two intrinsics only.  A..m: a channel's floats, or tiles whose lane 0
+    is the row's first value.  The caller fences (stream_fence) once its item is done.  (No
+    scalar loops around the vector ones: LLVM vectorized those too, and compiling the kernels
+    took 1.7x as long.)"""
+
+
+@overload(streamed_row, inline="always", prefer_literal=True)
+def _streamed_row_impl(a, b, out, amode, start, L, A, B, K, m):
+    if not isinstance(amode, types.IntegerLiteral):
+        raise errors.TypingError("streamed_row: amode must be a compile-time constant (an Apply value)")
+    mode = Apply(amode.literal_value)
+    ordinary8, streamed8 = _APPLY8[mode, False], _APPLY8[mode, True]
+
+    def impl(a, b, out, amode, start, L, A, B, K, m):
+        size = out.itemsize
+        addr = out.ctypes.data + start * size
+        if L < LANES8 or addr % size:  # (a misaligned output never comes from the kernels' allocator)
+            _values(a, b, out, amode, start, L, A, B, K, m)
+            return
+        ordinary8(a, b, out, start, A, B, K, m, 0)
+        j = ((LANES8 * size - addr % (LANES8 * size)) % (LANES8 * size)) // size
+        while j + LANES8 <= L:
+            streamed8(a, b, out, start + j, A, B, K, m, j)
+            j += LANES8
+        if j < L:
+            ordinary8(a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
+
+    return impl
