@@ -26,10 +26,11 @@ from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, make_params, tile
 from ._numba_fp import pairs_of
 from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _inputs, _pair_tiles_from, _reduce, _runs
-from ._plan import BLOCK_ROWS, FOLD_WAYS, Op, Plan, Reduce, _prefetches, apply_mode
+from ._plan import BLOCK_ROWS, FOLD_WAYS, STREAM_MIN_BYTES, Op, Plan, Reduce, _cached, _prefetches, apply_mode
 
 assert FOLD_WAYS == 8, "_fold_run is written out for eight running totals"
-_prefetches = njit(inline="always")(_prefetches)  # (the rule the Cython kernels compile from _plan.py)
+_prefetches = njit(inline="always")(_prefetches)  # (the rules the Cython kernels compile from _plan.py)
+_cached = njit(inline="always")(_cached)
 
 # ---------------------------------------------------------------------------------------
 # Items.  Channels-last: a range of folded rows.  Channels-first: (channel block, batch range).
@@ -53,10 +54,18 @@ def _block_bounds(p, item):
 
 @njit(inline="always")
 def _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part):
-    """Partials of one channels-last item into part[2][width] (lane j: channel j % C)."""
+    """Partials of one channels-last item into part[2][width] (lane j: channel j % C).  Inputs in
+    the caches (_plan._cached): the full rows as spans of one row each, which the sweep adds a
+    group of rows at a time, then a short last row alone; else the item as one span, row by row."""
     e0, e1 = _row_bounds(p, item)
+    W = p.width
     _clear(acc0), _clear(acc1), _clear(part[0]), _clear(part[1])
-    _reduce(mode, a, b, e0, 0, 1, e1 - e0, p.width, m_tile, acc0, acc1, part[0], part[1], 0)
+    full, nrows = 0, 0
+    if _cached(p.outer * p.C * p.inner, a.itemsize, 2 if mode == Reduce.RED_GRAD else 1, STREAM_MIN_BYTES):
+        full = (e1 - e0) // W
+        nrows = _reduce(mode, a, b, e0, W, full, W, W, m_tile, acc0, acc1, part[0], part[1], 0)
+    if e0 + full * W < e1:
+        _reduce(mode, a, b, e0 + full * W, 0, 1, e1 - e0 - full * W, W, m_tile, acc0, acc1, part[0], part[1], nrows)
     _flush(acc0, acc1, part[0], part[1])
 
 

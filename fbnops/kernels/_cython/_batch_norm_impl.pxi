@@ -36,7 +36,7 @@ from libc.string cimport memcpy
 from ._fp cimport NarrowRuns, fb_bf16, fb_f64_lanes, fb_half, fb_narrow_bf16_run, fb_narrow_half_run, load, storage_t, store
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
 from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FOLD_WAYS, FWD_INFER, FWD_TRAIN, GRAD_FROZEN, GRAD_TRAIN, MAX_W,
-                    STRIP_PIECES, _ceil_div, _inputs, _prefetches, _streams,
+                    STRIP_PIECES, _cached, _ceil_div, _inputs, _prefetches, _streams,
                     RED_GRAD, RED_SQ, RED_SUM, STREAM_MIN_BYTES, Apply, Op, Plan, Reduce, make_plan)
 
 cnp.import_array()
@@ -181,10 +181,9 @@ cdef inline bint streams(const Plan* P, Py_ssize_t itemsize, Apply amode) noexce
 
 
 cdef inline bint inputs_cached(const Plan* P, Py_ssize_t itemsize, int ninputs) noexcept nogil:
-    """Whether the inputs fit in the caches (read from there, not from memory): reductions then
-    keep their lane totals in registers across rows (strips), which read rows out of address
-    order; from memory, address order streams better."""
-    return P.outer * P.C * P.inner * itemsize * ninputs < stream_min_bytes
+    """Whether the inputs fit in the caches (_plan._cached): reductions then keep their lane totals
+    in registers across rows (strips)."""
+    return _cached(P.outer * P.C * P.inner, itemsize, ninputs, stream_min_bytes)
 
 
 cdef void fused_block(const Plan* P, Params* params, Py_ssize_t item, const Reduce* passes, int npasses,

@@ -101,6 +101,15 @@ cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t
     return elems * itemsize * (3 if full else 2) >= threshold
 
 
+cdef inline bint _cached(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t ninputs, Py_ssize_t threshold) noexcept nogil:
+    """Whether a pass's inputs (`ninputs` tensors of `elems` values) fit in the caches, below the
+    streaming threshold: its reductions then add rows in groups, each lane total loaded and
+    stored once per group, which reads rows out of address order; from memory, address order
+    streams better (Numba's channels-last rows grouped from memory: float16 (32,56,56,64)
+    gradients 1.73x Cython's time, against 1.16x row by row; in cache the 16-bit forwards gain)."""
+    return elems * itemsize * ninputs < threshold
+
+
 cdef inline Py_ssize_t _inputs(Py_ssize_t amode) noexcept nogil:
     """The tensors an op's passes read (an Apply value in): x alone for a forward, x and dy for a
     gradient (which the next block's prefetch requests: _prefetches)."""
