@@ -7,15 +7,28 @@ constants from ``_plan.py``, so a change there would leave stale machine code in
 (it happened: float16 conversions changed and cached kernels kept the old ones). The locator
 here stamps each cached kernel with the SHA-256 of all those files together, so any change
 to any of them recompiles, with nothing to bump by hand.
+
+Numba's cache files are written without a lock. Two processes that compile at once (MPI ranks on
+a first call, or a parallel ``warm_up``) can pick the same data file for different entries, and a
+reader between a writer's index and data writes can load a stale file under the new key. Each
+kernel's cache file here takes a lock on its directory: shared to read, exclusive to write.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from pathlib import Path
 
 import numba
 from numba.core import caching
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; one compiling process at a time (warm_up runs one job)
+    fcntl = None
+
+LOCKS = fcntl is not None  # whether concurrent compilers are safe here
 
 _HERE = Path(__file__).resolve().parent
 SOURCES = (
@@ -52,8 +65,45 @@ def _register() -> None:
             locators.insert(locators.index(base), twin)
 
 
+LOCK_SH, LOCK_EX = (fcntl.LOCK_SH, fcntl.LOCK_EX) if LOCKS else (0, 0)
+
+
+class _LockedCacheFile(caching.IndexDataCacheFile):
+    """Numba's index-and-data cache file, read under a shared lock and written under an exclusive
+    one (on ``fbnops-kernels.lock`` in the cache directory), so concurrent compilers never mix
+    their entries."""
+
+    @contextlib.contextmanager
+    def _locked(self, mode: int):
+        if not LOCKS:
+            yield
+            return
+        with open(Path(self._cache_path) / "fbnops-kernels.lock", "a") as lock:
+            fcntl.flock(lock, mode)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def save(self, key, data):
+        with self._locked(LOCK_EX):
+            super().save(key, data)
+
+    def load(self, key):
+        with self._locked(LOCK_SH):
+            return super().load(key)
+
+
 def cached_njit(**options):
-    """``numba.njit(cache=True, nogil=True, **options)`` with the kernel-sources stamp.  Every entry
-    point releases the GIL, as the Cython kernels do: a serial twin runs a whole call in one go."""
+    """``numba.njit(cache=True, nogil=True, **options)`` with the kernel-sources stamp and the
+    locked cache file.  Every entry point releases the GIL, as the Cython kernels do: a serial
+    twin runs a whole call in one go."""
     _register()
-    return numba.njit(cache=True, nogil=True, **options)
+    jit = numba.njit(cache=True, nogil=True, **options)
+
+    def compile_cached(func):
+        dispatcher = jit(func)
+        dispatcher._cache._cache_file.__class__ = _LockedCacheFile  # Numba builds it; we add the lock
+        return dispatcher
+
+    return compile_cached
