@@ -209,35 +209,62 @@ def apply(amode, x, dy, A, B, K, center):
     return out_arr
 
 
-def warm_up() -> None:
+# The warm-up's parts, one per dtype, slowest first (bfloat16 rounds by hand; float16 converts in
+# software or F16C). A dtype's serial and parallel twins call the same compiled row sweeps, so they
+# stay in one part (from an empty cache here: one process 883 s; two, one dtype each, 430 s; two
+# with each dtype's twins split apart, 635 s, both compiling the sweeps).
+WARM_UP_SHAPES = ((64, 8, 1), (4, 8, 16), (2, 8, 4), (8192, 8, 1), (4, 8, 2048))  # the last two: parallel
+WARM_UP_PARTS = ("bfloat16", "float16", "float32")
+
+
+def warm_up(jobs: int = 1) -> None:
     """Compile (or load from the cache) every specialization: serial and parallel twins, both
-    layouts, all dtypes, all modes, and the stages (partials per call and per sample, finish, apply)."""
+    layouts, all dtypes, all modes, and the stages (partials per call and per sample, finish, apply).
+
+    With jobs > 1, that many fresh processes compile the parts between them into the shared
+    disk cache (whose files are locked, see _numba_cache), and this process loads nothing."""
+    from ._numba_cache import LOCKS
+
+    if jobs <= 1 or not LOCKS:
+        for dtype in WARM_UP_PARTS:
+            warm_up_part(dtype)
+        return
+    import concurrent.futures
+    import multiprocessing
+
+    spawn = multiprocessing.get_context("spawn")  # a fresh interpreter each: no forked thread pools
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=spawn) as pool:
+        for done in [pool.submit(warm_up_part, dtype) for dtype in WARM_UP_PARTS]:
+            done.result()  # a part's error is raised here
+
+
+def warm_up_part(dtype_name: str) -> None:
+    """Compile (or load) the specializations one dtype's calls reach: small shapes run the serial
+    twins, the last two are past SERIAL_BELOW (the parallel ones)."""
+    with warnings.catch_warnings():  # Numba's own pedantic IR notes ("please report"), not ours to act on
+        warnings.simplefilter("ignore", numba.core.errors.NumbaIRAssumptionWarning)
+        _compile_part(getattr(dtypes, dtype_name))
+
+
+def _compile_part(dt) -> None:
     from ..framework.registry import backend
     from . import stages
 
-    with warnings.catch_warnings():  # Numba's own pedantic IR notes ("please report"), not ours to act on
-        warnings.simplefilter("ignore", numba.core.errors.NumbaIRAssumptionWarning)
-        _compile_all(backend, stages)
-
-
-def _compile_all(backend, stages) -> None:
     rng = np.random.default_rng(0)
-    for dt in (dtypes.float32, dtypes.float16, dtypes.bfloat16):
-        # small shapes run the serial twins; the last two are past SERIAL_BELOW: the parallel ones
-        for shape in ((64, 8, 1), (4, 8, 16), (2, 8, 4), (8192, 8, 1), (4, 8, 2048)):
-            x = rng.standard_normal(shape).astype(dt)
-            v = np.ones(shape[1], np.float32)
-            n = shape[0] * shape[2]
+    for shape in WARM_UP_SHAPES:
+        x = rng.standard_normal(shape).astype(dt)
+        v = np.ones(shape[1], np.float32)
+        n = shape[0] * shape[2]
+        for training in (True, False):
+            batch_norm_grad(x, x, v, v, v, epsilon=1e-3, is_training=training)
+            stats = (None, None) if training else (v, v)  # as the op passes them: no inputs in training
+            batch_norm(x, v, v, *stats, epsilon=1e-3, is_training=training)
+        with backend("numba"):
+            rows = shape[0] // 2  # per-sample partials (reproducible synchronized batch norm)
+            stages.sum_x(x, rows_per_sample=rows), stages.sum_sq(x, v, rows_per_sample=rows)
+            stages.sum_grad(x, x, v, rows_per_sample=rows)
+            sx, sq, sums = stages.sum_x(x), stages.sum_sq(x, v), stages.sum_grad(x, x, v)
             for training in (True, False):
-                batch_norm_grad(x, x, v, v, v, epsilon=1e-3, is_training=training)
-                stats = (None, None) if training else (v, v)  # as the op passes them: no inputs in training
-                batch_norm(x, v, v, *stats, epsilon=1e-3, is_training=training)
-            with backend("numba"):
-                rows = shape[0] // 2  # per-sample partials (reproducible synchronized batch norm)
-                stages.sum_x(x, rows_per_sample=rows), stages.sum_sq(x, v, rows_per_sample=rows)
-                stages.sum_grad(x, x, v, rows_per_sample=rows)
-                sx, sq, sums = stages.sum_x(x), stages.sum_sq(x, v), stages.sum_grad(x, x, v)
-                for training in (True, False):
-                    stages.apply_grad(x, x, stages.finish_grad(sums, n, v, v, v, 1e-3, training)[2])
-                stages.apply_forward(x, stages.finish_forward(sx, sq, n, v, v, 1e-3)[2])
-                stages.apply_forward(x, stages.finish_inference(v, v, v, v, 1e-3))
+                stages.apply_grad(x, x, stages.finish_grad(sums, n, v, v, v, 1e-3, training)[2])
+            stages.apply_forward(x, stages.finish_forward(sx, sq, n, v, v, 1e-3)[2])
+            stages.apply_forward(x, stages.finish_inference(v, v, v, v, 1e-3))
