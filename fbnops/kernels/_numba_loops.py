@@ -26,11 +26,23 @@ from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, make_params, tile
 from ._numba_fp import pairs_of
 from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _inputs, _pair_tiles_from, _reduce, _runs
-from ._plan import BLOCK_ROWS, FOLD_WAYS, STREAM_MIN_BYTES, Op, Plan, Reduce, _cached, _prefetches, apply_mode
+from ._plan import (
+    BLOCK_ROWS,
+    FOLD_WAYS,
+    STREAM_MIN_BYTES,
+    Op,
+    Plan,
+    Reduce,
+    _cached,
+    _prefetches,
+    _reduce_inputs,
+    apply_mode,
+)
 
 assert FOLD_WAYS == 8, "_fold_run is written out for eight running totals"
 _prefetches = njit(inline="always")(_prefetches)  # (the rules the Cython kernels compile from _plan.py)
 _cached = njit(inline="always")(_cached)
+_reduce_inputs = njit(inline="always")(_reduce_inputs)
 
 # ---------------------------------------------------------------------------------------
 # Items.  Channels-last: a range of folded rows.  Channels-first: (channel block, batch range).
@@ -61,7 +73,7 @@ def _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part):
     W = p.width
     _clear(acc0), _clear(acc1), _clear(part[0]), _clear(part[1])
     full, nrows = 0, 0
-    if _cached(p.outer * p.C * p.inner, a.itemsize, 2 if mode == Reduce.RED_GRAD else 1, STREAM_MIN_BYTES):
+    if _cached(p.outer * p.C * p.inner, a.itemsize, _reduce_inputs(mode), STREAM_MIN_BYTES):
         full = (e1 - e0) // W
         nrows = _reduce(mode, a, b, e0, W, full, W, W, m_tile, acc0, acc1, part[0], part[1], 0)
     if e0 + full * W < e1:

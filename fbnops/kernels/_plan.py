@@ -212,6 +212,12 @@ def _inputs(amode):
     return 1 if amode == Apply.APPLY_A else 2
 
 
+def _reduce_inputs(mode):
+    """The tensors a reduction pass reads (a Reduce value in): x and dy for a gradient's, x alone
+    for a forward's (whether they sit in the caches: _cached)."""
+    return 2 if mode == Reduce.RED_GRAD else 1
+
+
 def _prefetches(outer, block, inner, itemsize, ninputs):
     """Whether a fused channel block requests the next block's planes (software prefetch) while
     it applies its own: the thread's next item, whose first pass would otherwise wait on memory
@@ -282,7 +288,8 @@ def render_plan_pxd() -> str:
     lines += ["", ""]
     lines += _as_cython(_gcd, "Py_ssize_t") + _as_cython(_ceil_div, "Py_ssize_t")
     lines += _as_cython(_partition, "Plan") + _as_cython(_streams, "bint")
-    lines += _as_cython(_cached, "bint") + _as_cython(_inputs, "Py_ssize_t") + _as_cython(_prefetches, "bint")
+    lines += _as_cython(_cached, "bint") + _as_cython(_inputs, "Py_ssize_t") + _as_cython(_reduce_inputs, "Py_ssize_t")
+    lines += _as_cython(_prefetches, "bint")
     signature = "Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize"
     lines += [
         f"cdef inline Plan make_plan({signature}) noexcept nogil:",

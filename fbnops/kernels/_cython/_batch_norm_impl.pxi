@@ -36,7 +36,7 @@ from libc.string cimport memcpy
 from ._fp cimport NarrowRuns, fb_bf16, fb_f64_lanes, fb_half, fb_narrow_bf16_run, fb_narrow_half_run, load, storage_t, store
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
 from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FOLD_WAYS, FWD_INFER, FWD_TRAIN, GRAD_FROZEN, GRAD_TRAIN, MAX_W,
-                    STRIP_PIECES, _cached, _ceil_div, _inputs, _prefetches, _streams,
+                    STRIP_PIECES, _cached, _ceil_div, _inputs, _prefetches, _reduce_inputs, _streams,
                     RED_GRAD, RED_SQ, RED_SUM, STREAM_MIN_BYTES, Apply, Op, Plan, Reduce, make_plan)
 
 cnp.import_array()
@@ -324,7 +324,7 @@ cdef void reduce_pass(const Plan* P, Params* params, Reduce mode, const Scratch*
     """One reduction pass over every item, combined in a fixed order into S.s[0:2C]."""
     cdef Work w = make_work(P, params, S, REDUCE)
     w.mode = mode
-    w.cached = inputs_cached(P, sizeof(storage_t), 2 if mode == RED_GRAD else 1)
+    w.cached = inputs_cached(P, sizeof(storage_t), _reduce_inputs(mode))
     if P.channels_last:
         tile_channels(P, params.center, S.tiles + 3 * P.width)  # a reduction reads only the centers
     for_items(&w, P.nitems, nthreads, a, b, <storage_t*> NULL)
@@ -359,13 +359,13 @@ cdef void run(const Plan* P, Params* params, const storage_t* a, const storage_t
         w.passes[0] = RED_GRAD
         w.npasses = 1
         w.amode = APPLY_FULL if params.op == GRAD_TRAIN else APPLY_B
-        w.cached = inputs_cached(P, sizeof(storage_t), 2)
+        w.cached = inputs_cached(P, sizeof(storage_t), _reduce_inputs(RED_GRAD))
     elif params.op == FWD_TRAIN:
         w.passes[0] = RED_SUM
         w.passes[1] = RED_SQ
         w.npasses = 2
         w.amode = APPLY_A
-        w.cached = inputs_cached(P, sizeof(storage_t), 1)
+        w.cached = inputs_cached(P, sizeof(storage_t), _reduce_inputs(RED_SUM))
     else:
         w.amode = APPLY_A
     w.stream = streams(P, sizeof(storage_t), w.amode)

@@ -116,6 +116,12 @@ cdef inline Py_ssize_t _inputs(Py_ssize_t amode) noexcept nogil:
     return 1 if amode == Apply.APPLY_A else 2
 
 
+cdef inline Py_ssize_t _reduce_inputs(Py_ssize_t mode) noexcept nogil:
+    """The tensors a reduction pass reads (a Reduce value in): x and dy for a gradient's, x alone
+    for a forward's (whether they sit in the caches: _cached)."""
+    return 2 if mode == Reduce.RED_GRAD else 1
+
+
 cdef inline bint _prefetches(Py_ssize_t outer, Py_ssize_t block, Py_ssize_t inner, Py_ssize_t itemsize, Py_ssize_t ninputs) noexcept nogil:
     """Whether a fused channel block requests the next block's planes (software prefetch) while
     it applies its own: the thread's next item, whose first pass would otherwise wait on memory
