@@ -84,3 +84,29 @@ def test_every_cached_kernel_writes_through_the_lock(cache_module):
     assert len(found) >= 8
     cached = [d for d in found if type(d._cache).__name__ != "NullCache"]
     assert cached and all(isinstance(d._cache._cache_file, cache_module._LockedCacheFile) for d in cached)
+
+
+def test_warm_up_reaches_the_parallel_twins_on_a_busy_machine(monkeypatch):
+    """With every core busy elsewhere (a parallel warm-up's other process), the default thread count
+    would be 1 and the large shapes would run only the serial twins, leaving the parallel ones to
+    compile inside a user's first call (or a test's timeout)."""
+    extras.require_backend("numba")
+    import numba
+
+    from fbnops.framework import threads
+    from fbnops.kernels import _numba_loops as loops
+    from fbnops.kernels import numba_backend as nb
+
+    if min(numba.config.NUMBA_NUM_THREADS, threads.get_num_threads()) < 2:
+        pytest.skip("one thread here: the parallel twins never run")
+    monkeypatch.delenv("FBNOPS_ADAPTIVE_THREADS", raising=False)
+    monkeypatch.setattr(threads, "idle_cores", lambda n: 1)  # the machine as a parallel warm-up leaves it
+    assert threads.kernel_threads() == 1
+    launched = []
+    launch = nb._launch
+    monkeypatch.setattr(nb, "_launch", lambda twins, n, *args: launched.append((twins, n)) or launch(twins, n, *args))
+    nb.warm_up_part("float32")
+    parallel = {id(twins) for twins, n in launched if n > 1}
+    for region in (loops.drive, loops.samples_region, loops.reduce_region, loops.apply_region):
+        assert id(region) in parallel
+    assert threads.kernel_threads() == 1  # the adaptive default is back after the warm-up

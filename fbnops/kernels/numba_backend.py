@@ -15,6 +15,7 @@ parallel call and restored afterwards.
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numba
@@ -240,10 +241,22 @@ def warm_up(jobs: int = 1) -> None:
 
 def warm_up_part(dtype_name: str) -> None:
     """Compile (or load) the specializations one dtype's calls reach: small shapes run the serial
-    twins, the last two are past SERIAL_BELOW (the parallel ones)."""
-    with warnings.catch_warnings():  # Numba's own pedantic IR notes ("please report"), not ours to act on
-        warnings.simplefilter("ignore", numba.core.errors.NumbaIRAssumptionWarning)
-        _compile_part(getattr(dtypes, dtype_name))
+    twins, the last two are past SERIAL_BELOW (the parallel ones).
+
+    The calls use the configured thread count, not the cores other processes leave idle
+    (FBNOPS_ADAPTIVE_THREADS=0 meanwhile): on a busy machine, and a parallel warm-up keeps it
+    busy, the large shapes would run the serial twins and leave the parallel ones uncompiled."""
+    adaptive = os.environ.get("FBNOPS_ADAPTIVE_THREADS")
+    os.environ["FBNOPS_ADAPTIVE_THREADS"] = "0"
+    try:
+        with warnings.catch_warnings():  # Numba's own pedantic IR notes ("please report"), not ours to act on
+            warnings.simplefilter("ignore", numba.core.errors.NumbaIRAssumptionWarning)
+            _compile_part(getattr(dtypes, dtype_name))
+    finally:
+        if adaptive is None:
+            del os.environ["FBNOPS_ADAPTIVE_THREADS"]
+        else:
+            os.environ["FBNOPS_ADAPTIVE_THREADS"] = adaptive
 
 
 def _compile_part(dt) -> None:
