@@ -212,8 +212,8 @@ def apply(amode, x, dy, A, B, K, center):
 
 # The warm-up's parts, one per dtype, slowest first (bfloat16 rounds by hand; float16 converts in
 # software or F16C). A dtype's serial and parallel twins call the same compiled row sweeps, so they
-# stay in one part (from an empty cache here: one process 883 s; two, one dtype each, 430 s; two
-# with each dtype's twins split apart, 635 s, both compiling the sweeps).
+# stay in one part; split apart, both processes would compile them (from an empty cache here:
+# one process 883 s, two processes with one dtype each 581 s).
 WARM_UP_SHAPES = ((64, 8, 1), (4, 8, 16), (2, 8, 4), (8192, 8, 1), (4, 8, 2048))  # the last two: parallel
 WARM_UP_PARTS = ("bfloat16", "float16", "float32")
 
