@@ -97,8 +97,10 @@ def test_warm_up_reaches_the_parallel_twins_on_a_busy_machine(monkeypatch):
     from fbnops.kernels import _numba_loops as loops
     from fbnops.kernels import numba_backend as nb
 
-    if min(numba.config.NUMBA_NUM_THREADS, threads.get_num_threads()) < 2:
-        pytest.skip("one thread here: the parallel twins never run")
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("Numba has one thread here: the parallel twins never run")
+    monkeypatch.setattr(threads, "_num_threads", [2])  # the default count (the cores), whatever tests set before
+    monkeypatch.setattr(threads, "_from_cores", [True])
     monkeypatch.delenv("FBNOPS_ADAPTIVE_THREADS", raising=False)
     monkeypatch.setattr(threads, "idle_cores", lambda n: 1)  # the machine as a parallel warm-up leaves it
     assert threads.kernel_threads() == 1
