@@ -4,9 +4,7 @@
 directory), creates a venv without the system's packages, runs ``pip install -e ".[test]" && fbnops
 demo`` and then the README's test command (``python -m pytest tests -ra``, without this test): it
 must pass with no FAILED/ERROR line, every skip saying which extra to install in one wording.
-It builds the Cython kernels again (minutes), so it runs only in CI or when asked for. Those minutes
-run in the background from the moment the suite is collected (conftest starts them; the test is moved
-last and waits for them), on the core the single-threaded suite leaves idle.
+It builds the Cython kernels again (minutes), so it runs only in CI or when asked for.
 """
 
 from __future__ import annotations
@@ -14,11 +12,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -87,112 +82,37 @@ def _copy_checkout(dest: Path) -> None:
             shutil.copy2(src, dest / rel)
 
 
-ENABLED = os.environ.get("FBNOPS_PLAIN_INSTALL_TEST") == "1" or bool(os.environ.get("CI"))
-HAS_GIT = shutil.which("git") is not None and (ROOT / ".git").exists()
-
-
-class FreshVenvRun:
-    """The README's commands in a fresh venv, run by one background thread: a copy of the checkout,
-    ``python -m venv``, ``pip install -e ".[test]"``, ``fbnops demo``, then the README's test command.
-
-    They take minutes in subprocesses (pip, the Cython build, a whole suite) that use the core the main
-    suite leaves idle, so conftest starts them once the tests are collected and the test only waits."""
-
-    STEPS_TIMEOUT = 3600.0
-
-    def __init__(self) -> None:
-        self.steps: list[tuple[list[str], subprocess.CompletedProcess]] = []
-        self.error: BaseException | None = None
-        self._proc: subprocess.Popen | None = None
-        self._stopped = False
-        self._dir = Path(tempfile.mkdtemp(prefix="fbnops-fresh-venv-"))
-        self._thread = threading.Thread(target=self._run_all, name="fresh-venv", daemon=True)
-        self._thread.start()
-
-    def _run_all(self) -> None:
-        try:
-            src, venv = self._dir / "fbnops", self._dir / "venv"
-            _copy_checkout(src)
-            bindir = venv / ("Scripts" if os.name == "nt" else "bin")
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "FBNOPS_"))}
-            env.update(VIRTUAL_ENV=str(venv), PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}")  # pip's cache reused
-            python = str(bindir / "python")
-            for cmd in (
-                [sys.executable, "-m", "venv", str(venv)],  # no system packages
-                [python, "-m", "pip", "install", "--quiet", "-e", ".[test]"],
-                ["fbnops", "demo"],
-                [python, "-m", "pytest", "tests", "-ra", "-x", "-p", "no:cacheprovider", "--deselect", THIS],
-            ):
-                if not self._step(cmd, src, env):
-                    return
-        except BaseException as e:  # reported by the test, not lost in the thread
-            self.error = e
-
-    def _step(self, cmd: list[str], cwd: Path, env: dict[str, str]) -> bool:
-        if self._stopped:
-            return False
-        self._proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, start_new_session=True)  # fmt: skip
-        try:
-            out, err = self._proc.communicate(timeout=self.STEPS_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.stop()
-            out, err = self._proc.communicate()
-        done = subprocess.CompletedProcess(cmd, self._proc.returncode, out, err)
-        self.steps.append((cmd, done))
-        return done.returncode == 0
-
-    def wait(self, timeout: float) -> None:
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), f"the fresh-venv run took over {timeout:.0f} s"
-        if self.error is not None:
-            raise self.error
-
-    def stop(self) -> None:
-        """Kill what still runs (the session ended first) and remove the copy and the venv."""
-        self._stopped = True
-        if self._proc is not None and self._proc.poll() is None:
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        if not self._thread.is_alive():
-            shutil.rmtree(self._dir, ignore_errors=True)
-
-
-_started: FreshVenvRun | None = None
-CHECKED_LAST = ("test_readme_commands_pass_in_a_fresh_venv",)  # conftest: start_early at collection, run last
-
-
-def start_early() -> None:
-    """Called by conftest once this module's fresh-venv test is collected (and will run)."""
-    global _started
-    if ENABLED and HAS_GIT and _started is None:
-        _started = FreshVenvRun()
-
-
-def stop_early() -> None:
-    """Called by conftest when the session ends."""
-    if _started is not None:
-        _started.stop()
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, f"{' '.join(cmd)} -> {r.returncode}\n{r.stdout[-12000:]}\n{r.stderr[-4000:]}"
+    return r
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    not ENABLED,
+    not (os.environ.get("FBNOPS_PLAIN_INSTALL_TEST") == "1" or os.environ.get("CI")),
     reason="builds the Cython kernels again in a fresh venv (minutes): runs when CI or FBNOPS_PLAIN_INSTALL_TEST=1 "
     "is set",
 )
-@pytest.mark.skipif(not HAS_GIT, reason="needs a git checkout")
-def test_readme_commands_pass_in_a_fresh_venv():
+@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs a git checkout")
+def test_readme_commands_pass_in_a_fresh_venv(tmp_path):
     readme = (ROOT / "README.md").read_text()
     assert 'pip install -e ".[test]" && fbnops demo' in readme and "python -m pytest tests -ra" in readme
     assert re.search(r"^test = \[", (ROOT / "pyproject.toml").read_text(), re.M)  # the extra the README names
-    start_early()  # (already started at collection unless this test was called some other way)
-    assert _started is not None
-    _started.wait(timeout=2 * FreshVenvRun.STEPS_TIMEOUT)
-    for cmd, r in _started.steps:
-        assert r.returncode == 0, f"{' '.join(cmd)} -> {r.returncode}\n{r.stdout[-12000:]}\n{r.stderr[-4000:]}"
-    assert len(_started.steps) == 4, _started.steps
-    assert "OK" in _started.steps[2][1].stdout  # fbnops demo
-    summary = _started.steps[3][1].stdout
+    src = tmp_path / "fbnops"
+    _copy_checkout(src)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)  # no system packages
+    bindir = venv / ("Scripts" if os.name == "nt" else "bin")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "FBNOPS_"))}
+    env.update(VIRTUAL_ENV=str(venv), PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}")  # pip's cache is reused
+    python = str(bindir / "python")
+    _run([python, "-m", "pip", "install", "--quiet", "-e", ".[test]"], src, env, 3600)
+    demo = _run(["fbnops", "demo"], src, env, 600)
+    assert "OK" in demo.stdout
+    tests = _run([python, "-m", "pytest", "tests", "-ra", "-x", "-p", "no:cacheprovider", "--deselect", THIS],
+                 src, env, 3600)  # fmt: skip
+    summary = tests.stdout
     assert not re.search(r"^(FAILED|ERROR) ", summary, re.M), summary[-4000:]
     assert re.search(r"\d+ passed", summary.splitlines()[-1]), summary[-2000:]
     assert _bad_reasons(_skip_reasons(summary)) == [], summary[-4000:]
