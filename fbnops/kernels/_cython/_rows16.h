@@ -68,10 +68,18 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
     ptrdiff_t i = 0;                                                                                \
     for (; i + 16 <= n; i += 16) FB_APPLY16(LOAD8, STORE16, COEF8, i);                              \
     FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, COEF8, COEF1)
-/* From i on: 8 lanes at a time, then one by one. */
+/* From i on: 8 lanes at a time; then the last t < 8 values, in a row of 8 or more, as the last 8
+ * computed into a buffer of which the last t are copied out (the same operations on each value, so
+ * the same bits, and no value written twice); in a shorter row, one by one. */
 #define FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, COEF8, COEF1)                                   \
     for (; i + 8 <= n; i += 8)                                                                      \
         STORE8(out + i, FB_APPLY8(LOAD8, COEF8, i));                                                \
+    if (i < n && n >= 8) {                                                                          \
+        __typeof__(*out) last8[8];                                                                  \
+        STORE8(last8, FB_APPLY8(LOAD8, COEF8, n - 8));                                              \
+        for (int k = 8 - (int)(n - i); k < 8; k++) out[n - 8 + k] = last8[k];                       \
+        i = n;                                                                                      \
+    }                                                                                               \
     for (; i < n; i++) {                                                                            \
         float x = mode == FB_APPLY_B ? 0.0f : LOAD1(a[i]), dy = mode == FB_APPLY_A ? 0.0f : LOAD1(b[i]); \
         out[i] = STORE1(fb_apply1(mode, x, dy, COEF1(A, i), COEF1(B, i), COEF1(K, i), COEF1(m, i))); \
@@ -161,8 +169,23 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
             if (mode != FB_RED_SUM) _mm256_storeu_ps(s1 + 8 * k, v[k]);                             \
         }                                                                                           \
     }
+/* The last t < 8 lanes of [.., j1), j1 >= 8: the one-vector strip of lanes j1 - 8 to j1 on a copy
+ * of their totals, of which only the last t are kept (the other lanes' adds are thrown away).  A
+ * lane below j1 - t takes at least as many pieces a row as the lanes above it, so every read is
+ * inside the rows.  Each kept lane gets the adds of the one-lane loop in its order: the same bits
+ * (a 14x14 plane is 3 strips of 64 lanes and 4 lanes that took longer one by one than the 192). */
+#define FB_STRIP_LAST(NAME, j1, t)                                                                  \
+    {                                                                                               \
+        float u8[8] = {0}, v8[8] = {0}; /* (a mode reads only its own) */                             \
+        if (mode != FB_RED_SQ) memcpy(u8, s0 + (j1) - 8, sizeof u8);                                \
+        if (mode != FB_RED_SUM) memcpy(v8, s1 + (j1) - 8, sizeof v8);                               \
+        fb_strip_##NAME##_1(mode, a + (j1) - 8, b + (j1) - 8, nrows, stride, q, W, m + (j1) - 8, u8, v8); \
+        if (mode != FB_RED_SQ) memcpy(s0 + (j1) - (t), u8 + 8 - (t), (size_t)(t) * sizeof(float));  \
+        if (mode != FB_RED_SUM) memcpy(s1 + (j1) - (t), v8 + 8 - (t), (size_t)(t) * sizeof(float)); \
+    }
 /* Lanes [j0, j1), each taking q pieces a row: strips of 8 vectors (4 with two totals a lane),
- * then single vectors, then the last lanes one at a time (fb_reduce1: the same operations). */
+ * then single vectors, then the last lanes (FB_STRIP_LAST, or one at a time with fb_reduce1, the
+ * same operations, in a row of fewer than 8 lanes). */
 #define FB_STRIP_RANGE(T, NAME, LOAD1)                                                              \
     static inline __attribute__((always_inline)) void fb_strip_range_##NAME(                        \
         int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, ptrdiff_t q,            \
@@ -176,6 +199,10 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
                 fb_strip_##NAME##_8(mode, a + j, b + j, nrows, stride, q, W, m + j, s0 + j, s1 + j); \
         for (; j + 8 <= j1; j += 8)                                                                 \
             fb_strip_##NAME##_1(mode, a + j, b + j, nrows, stride, q, W, m + j, s0 + j, s1 + j);     \
+        if (j < j1 && j1 >= 8) {                                                                    \
+            FB_STRIP_LAST(NAME, j1, j1 - j)                                                         \
+            return;                                                                                 \
+        }                                                                                           \
         for (; j < j1; j++)                                                                         \
             for (ptrdiff_t r = 0; r < nrows; r++)                                                   \
                 for (ptrdiff_t piece = 0; piece < q; piece++) {                                     \
