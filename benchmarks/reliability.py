@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import fbnops
+from fbnops.framework import threads
 
 # The attacks and the fuzz harness are test code (tests/attacks, tests/fuzzing): run from the tests directory.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -59,19 +60,15 @@ def determinism(backend: str) -> bool:
     rng = np.random.default_rng(5)
     x = rng.standard_normal((16, 20, 20, 24)).astype(np.float32)
     v = np.ones(24, np.float32)
-    before = fbnops.get_num_threads()
     outs = []
-    try:
-        with fbnops.backend(backend):
-            for n in (1, 2, 3, 4):
-                fbnops.set_num_threads(n)
-                outs.append(
-                    fbnops.raw_ops.FusedBatchNormGradV3(
-                        y_backprop=x, x=x, scale=v, reserve_space_1=v * 0, reserve_space_2=v, reserve_space_3=v[:0]
-                    )
+    with threads.setting_kept(), fbnops.backend(backend):
+        for n in (1, 2, 3, 4):
+            fbnops.set_num_threads(n)
+            outs.append(
+                fbnops.raw_ops.FusedBatchNormGradV3(
+                    y_backprop=x, x=x, scale=v, reserve_space_1=v * 0, reserve_space_2=v, reserve_space_3=v[:0]
                 )
-    finally:
-        fbnops.set_num_threads(before)
+            )
     return all(all(np.array_equal(a, b) for a, b in zip(outs[0], o, strict=True)) for o in outs[1:])
 
 

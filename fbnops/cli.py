@@ -29,6 +29,7 @@ import numpy as np
 import fbnops
 from fbnops.framework import dtypes, registry
 from fbnops.framework.layouts import DATA_FORMATS, format_rank
+from fbnops.framework.threads import setting_kept
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 BACKENDS = registry.known_backends()
@@ -356,9 +357,10 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "fn", None):
             parser.print_help(sys.stderr)
             return EXIT_BAD_INPUT
-        if args.threads is not None:
-            fbnops.set_num_threads(args.threads)
-        code = args.fn(args)
+        with setting_kept():  # (--threads is this command's: an in-process caller keeps its own setting)
+            if args.threads is not None:
+                fbnops.set_num_threads(args.threads)
+            code = args.fn(args)
         sys.stdout.flush()  # a reader that went away (| head) is met here, not in Python's exit flush
         return code
     except (UsageError, fbnops.errors.OpError, ValueError, MemoryError, OSError) as e:

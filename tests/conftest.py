@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import fbnops
+from fbnops.framework import threads
 from fbnops.testing.params import backend_params
 
 
@@ -23,3 +24,15 @@ def backend(request):
     """Run the test once per known backend (cython, numba, reference); a missing one is skipped."""
     with fbnops.backend(request.param):
         yield request.param
+
+
+@pytest.fixture(autouse=True)
+def thread_setting_unchanged():
+    """Every test leaves the kernels' thread setting as it found it, the default (adaptive to the
+    load) included, which later tests rely on; one that changes it restores it (threads.setting_kept)."""
+    threads.get_num_threads()  # (the default, read on first use, is not a change)
+    before = (threads._num_threads[0], threads._from_cores[0])
+    with threads.setting_kept():
+        yield
+        after = (threads._num_threads[0], threads._from_cores[0])
+    assert after == before, f"the test left the thread setting (count, adaptive) at {after}, not {before}"

@@ -11,6 +11,7 @@ import pytest
 from data import make_kernel_bits as lock  # tests/data, on the path as `data`
 
 import fbnops
+from fbnops.framework import threads
 from fbnops.testing import extras, grad_inputs
 
 raw = fbnops.raw_ops
@@ -36,9 +37,8 @@ def parallel_backend(request):
 
 @pytest.fixture
 def restore_threads():
-    n = fbnops.get_num_threads()
-    yield
-    fbnops.set_num_threads(n)
+    with threads.setting_kept():
+        yield
 
 
 def _all_outputs(shape, data_format, dtype, is_training):

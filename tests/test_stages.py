@@ -8,6 +8,7 @@ from data import make_kernel_bits as bits  # tests/data, on the path as `data`
 
 import fbnops
 from fbnops.errors import InvalidArgumentError
+from fbnops.framework import threads as thread_setting
 from fbnops.kernels import stages
 from fbnops.testing import extras
 
@@ -23,10 +24,9 @@ def backend(request):
 
 @pytest.fixture(params=[1, 2], ids=["t1", "t2"])
 def threads(request):
-    before = fbnops.get_num_threads()
-    fbnops.set_num_threads(request.param)
-    yield request.param
-    fbnops.set_num_threads(before)
+    with thread_setting.setting_kept():
+        fbnops.set_num_threads(request.param)
+        yield request.param
 
 
 def _composed(mode, inp):

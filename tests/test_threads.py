@@ -19,9 +19,8 @@ from fbnops.testing import extras
 
 @pytest.fixture
 def restore_threads():
-    n = fbnops.get_num_threads()
-    yield
-    fbnops.set_num_threads(n)
+    with threads.setting_kept():
+        yield
 
 
 def test_set_and_get(restore_threads):
@@ -106,3 +105,50 @@ def test_importing_the_backends_changes_no_global_state():
     with warnings.catch_warnings():
         run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+@pytest.fixture
+def adaptive_default(monkeypatch):
+    """The default count (the cores, 2) on a machine where other processes keep one core busy."""
+    monkeypatch.setattr(threads, "_num_threads", [2])
+    monkeypatch.setattr(threads, "_from_cores", [True])
+    monkeypatch.delenv("FBNOPS_ADAPTIVE_THREADS", raising=False)
+    monkeypatch.setattr(threads, "idle_cores", lambda n: 1)
+
+
+def test_configured_count_is_this_threads_alone(adaptive_default):
+    """Inside configured_count() this thread's kernels take the count as configured; another
+    thread's kernels, meanwhile, still take the idle cores, and so does this one's afterwards."""
+    import threading
+
+    seen = {}
+    with threads.configured_count():
+        seen["inside"] = threads.kernel_threads()
+        other = threading.Thread(target=lambda: seen.update(other=threads.kernel_threads()))
+        other.start()
+        other.join()
+    seen["after"] = threads.kernel_threads()
+    assert seen == {"inside": 2, "other": 1, "after": 1}
+
+
+def test_setting_kept_restores_the_adaptive_default(adaptive_default):
+    with threads.setting_kept():
+        fbnops.set_num_threads(3)
+        assert threads.kernel_threads() == 3
+    assert threads.kernel_threads() == 1 and fbnops.get_num_threads() == 2
+
+
+def test_reading_the_default_changes_no_setting(adaptive_default):
+    """default_num_threads() only reads: a count the user set stays one to use as given."""
+    with threads.setting_kept():
+        fbnops.set_num_threads(2)
+        assert threads.default_num_threads() >= 1
+        assert threads.kernel_threads() == 2
+
+
+def test_the_cli_thread_option_is_its_commands_alone(adaptive_default, capsys):
+    from fbnops import cli
+
+    assert cli.main(["--threads", "3", "info"]) == 0
+    assert "threads   3" in capsys.readouterr().out
+    assert threads.kernel_threads() == 1 and fbnops.get_num_threads() == 2

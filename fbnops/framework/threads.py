@@ -19,15 +19,25 @@ never depends on the thread count.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
 import threading
 import warnings
+from collections.abc import Iterator
 
 from .errors import InvalidArgumentError
 from .load import idle_cores
 
-__all__ = ["set_num_threads", "get_num_threads", "kernel_threads", "default_num_threads", "MAX_THREADS"]
+__all__ = [
+    "set_num_threads",
+    "get_num_threads",
+    "kernel_threads",
+    "default_num_threads",
+    "configured_count",
+    "setting_kept",
+    "MAX_THREADS",
+]
 
 
 def _available_cores() -> int:
@@ -64,22 +74,34 @@ def _parse(text: str, name: str) -> int:
     return _checked(value, name)
 
 
-def default_num_threads() -> int:
+def _default() -> tuple[int, bool]:
+    """The default count, and whether it is the cores (which kernels then adapt to the load)."""
     env = os.environ.get("FBNOPS_NUM_THREADS", "").strip()
     if env:
-        return _parse(env, "FBNOPS_NUM_THREADS")
+        return _parse(env, "FBNOPS_NUM_THREADS"), False
     omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     if omp:
         try:
-            return _parse(omp, "OMP_NUM_THREADS")
+            return _parse(omp, "OMP_NUM_THREADS"), False
         except InvalidArgumentError as e:
-            warnings.warn(f"{e}; ignored", RuntimeWarning, stacklevel=2)
-    _from_cores[0] = True
-    return _available_cores()
+            warnings.warn(f"{e}; ignored", RuntimeWarning, stacklevel=3)
+    return _available_cores(), True
+
+
+def default_num_threads() -> int:
+    """The count kernels use until set_num_threads is called (the environment's, else the cores)."""
+    return _default()[0]
 
 
 _num_threads: list[int | None] = [None]
 _from_cores = [False]  # the count is the default (the cores), not one the user chose
+
+
+class _ThisThread(threading.local):
+    configured = False  # inside configured_count() on this thread (a class attribute: no lookup error)
+
+
+_this_thread = _ThisThread()
 
 
 def set_num_threads(n: int) -> None:
@@ -91,7 +113,7 @@ def set_num_threads(n: int) -> None:
 def get_num_threads() -> int:
     """The number of threads every kernel uses (see :func:`set_num_threads`)."""
     if _num_threads[0] is None:
-        _num_threads[0] = default_num_threads()
+        _num_threads[0], _from_cores[0] = _default()
     return _num_threads[0]
 
 
@@ -99,9 +121,38 @@ def kernel_threads() -> int:
     """Threads for the next parallel kernel: the configured count, or, when that is the default
     (the cores), the cores other processes leave idle (:mod:`fbnops.framework.load`)."""
     n = get_num_threads()
-    if n > 1 and _from_cores[0] and os.environ.get("FBNOPS_ADAPTIVE_THREADS", "1").strip() != "0":
+    if (
+        n > 1
+        and _from_cores[0]
+        and not _this_thread.configured
+        and os.environ.get("FBNOPS_ADAPTIVE_THREADS", "1").strip() != "0"
+    ):
         return idle_cores(n)
     return n
+
+
+@contextlib.contextmanager
+def configured_count() -> Iterator[None]:
+    """Within the block, the kernels this thread starts use the configured count even where it is
+    the default, not the cores other processes leave idle; other threads still adapt.  (A warm-up
+    has to reach the parallel kernels on a machine that its own processes keep busy.)"""
+    before = _this_thread.configured
+    _this_thread.configured = True
+    try:
+        yield
+    finally:
+        _this_thread.configured = before
+
+
+@contextlib.contextmanager
+def setting_kept() -> Iterator[None]:
+    """On leaving the block the setting is the one on entering it, the default (adaptive) included:
+    a set_num_threads inside the block is undone (the CLI's --threads, a benchmark's, a test's)."""
+    saved = (_num_threads[0], _from_cores[0])
+    try:
+        yield
+    finally:
+        _num_threads[0], _from_cores[0] = saved
 
 
 # --------------------------------------------------------------------------- fork

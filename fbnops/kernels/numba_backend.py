@@ -15,7 +15,6 @@ parallel call and restored afterwards.
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import numba
@@ -25,7 +24,7 @@ import numpy as np
 from ..framework import dtypes
 from ..framework.errors import InvalidArgumentError
 from ..framework.registry import register_kernel, register_stage
-from ..framework.threads import note_parallel
+from ..framework.threads import configured_count, note_parallel
 from . import _numba_channels as channels
 from . import _numba_loops as loops
 from . import outputs
@@ -244,19 +243,12 @@ def warm_up_part(dtype_name: str) -> None:
     twins, the last two are past SERIAL_BELOW (the parallel ones).
 
     The calls use the configured thread count, not the cores other processes leave idle
-    (FBNOPS_ADAPTIVE_THREADS=0 meanwhile): on a busy machine, and a parallel warm-up keeps it
-    busy, the large shapes would run the serial twins and leave the parallel ones uncompiled."""
-    adaptive = os.environ.get("FBNOPS_ADAPTIVE_THREADS")
-    os.environ["FBNOPS_ADAPTIVE_THREADS"] = "0"
-    try:
-        with warnings.catch_warnings():  # Numba's own pedantic IR notes ("please report"), not ours to act on
-            warnings.simplefilter("ignore", numba.core.errors.NumbaIRAssumptionWarning)
-            _compile_part(getattr(dtypes, dtype_name))
-    finally:
-        if adaptive is None:
-            del os.environ["FBNOPS_ADAPTIVE_THREADS"]
-        else:
-            os.environ["FBNOPS_ADAPTIVE_THREADS"] = adaptive
+    (configured_count): on a busy machine, and a parallel warm-up keeps it busy, the
+    large shapes would run the serial twins and leave the parallel ones uncompiled."""
+    with configured_count(), warnings.catch_warnings():
+        # (Numba's own pedantic IR notes, "please report", are not ours to act on)
+        warnings.simplefilter("ignore", numba.core.errors.NumbaIRAssumptionWarning)
+        _compile_part(getattr(dtypes, dtype_name))
 
 
 def _compile_part(dt) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 from fbnops import raw_ops
 from fbnops.framework import registry
 from fbnops.framework.layouts import channel_axis
-from fbnops.framework.threads import get_num_threads, set_num_threads
+from fbnops.framework.threads import set_num_threads, setting_kept
 
 
 def mixed_calls(n_calls: int = 200, seed: int = 0):
@@ -128,10 +128,9 @@ def gil_release_speedup(
             for _ in range(n):
                 raw_ops.FusedBatchNormGradV3(**kw)
 
-    before = get_num_threads()
-    set_num_threads(1)
     serial, threaded = [], []
-    try:
+    with setting_kept():
+        set_num_threads(1)
         with ThreadPoolExecutor(max_workers=2) as pool:
             work(calls)
             list(pool.map(work, [calls // 2] * 2))  # warm both workers
@@ -142,8 +141,6 @@ def gil_release_speedup(
                 t0 = time.perf_counter()
                 list(pool.map(work, [calls // 2] * 2))
                 threaded.append(time.perf_counter() - t0)
-    finally:
-        set_num_threads(before)
     return float(np.median(serial) / np.median(threaded))
 
 
@@ -208,9 +205,8 @@ def python_progress_during_kernels(backend: str = "cython", seconds: float = 0.5
             n += 1
         return n
 
-    before = get_num_threads()
-    set_num_threads(1)
-    try:
+    with setting_kept():
+        set_num_threads(1)
         with registry.backend(backend):
             raw_ops.FusedBatchNormGradV3(**kw)
         alone = count()
@@ -220,6 +216,4 @@ def python_progress_during_kernels(backend: str = "cython", seconds: float = 0.5
         during = count()
         stop.set()
         t.join()
-    finally:
-        set_num_threads(before)
     return during / alone

@@ -120,14 +120,11 @@ def digest(outputs) -> str:
 def compute_bits(backends=BACKENDS) -> dict[str, str]:
     from fbnops.framework import threads
 
-    before = threads.get_num_threads()
     bits = {}
-    try:
+    with threads.setting_kept():
         for backend in backends:
             with build_variant(backend):
                 bits.update(_backend_bits(backend))
-    finally:
-        threads.set_num_threads(before)
     return bits
 
 

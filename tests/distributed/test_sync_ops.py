@@ -22,6 +22,7 @@ import fbnops
 from fbnops import distributed as fd
 from fbnops.distributed import _tree
 from fbnops.distributed.comm import sum_in_rank_order
+from fbnops.framework.threads import setting_kept
 from fbnops.kernels._plan import SERIAL_BELOW
 from fbnops.testing import STAT_TOL, X_TOL, forward_f64, grad_f64, rel_err
 
@@ -115,14 +116,11 @@ def test_the_sharding_check_fails_when_the_tree_is_a_rank_order_sum(monkeypatch)
 def test_default_mode_is_bitwise_reproducible_across_thread_counts():
     b = batch(n=64, c=256, seed=2)  # shards of 40 and 24 samples: 61,440 and 36,864 elements, both threaded
     assert 24 * 6 * 256 >= SERIAL_BELOW
-    before = fbnops.get_num_threads()
-    try:
-        results = []
+    results = []
+    with setting_kept():
         for threads in (1, 2):
             fbnops.set_num_threads(threads)
             results.append(joined(sharded_step(b, [40, 24])))
-    finally:
-        fbnops.set_num_threads(before)
     assert not differing_bits(results[0], results[1])
 
 

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fbnops.framework.threads import get_num_threads, set_num_threads
+from fbnops.framework.threads import get_num_threads, set_num_threads, setting_kept
 
 from ...kernels._plan import threads_for
 from .._arrays import ArrayFileError, check_writable
@@ -163,6 +163,12 @@ def _command(args, rounds: int, peers: list[str]) -> str:
 
 
 def run(args, threads: int | None = None) -> int:
+    """Benchmark the cases of `args` and report; a thread count given is this run's alone."""
+    with setting_kept():
+        return _run(args, threads)
+
+
+def _run(args, threads: int | None) -> int:
     peers, cases, old = validate(args)
     rounds = 3 if args.quick else args.rounds or DEFAULT_ROUNDS
     chosen = threads or getattr(args, "threads", None)
