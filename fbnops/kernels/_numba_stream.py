@@ -92,17 +92,24 @@ def _narrowed8(builder, dtype, y):
         return builder.bitcast(
             builder.fptrunc(y, ir.VectorType(ir.HalfType(), LANES8)), ir.VectorType(ir.IntType(16), LANES8)
         )
-    v32 = ir.VectorType(_I32, LANES8)
+    return builder.trunc(builder.lshr(_bf16_high8(builder, y), _splat(16)), ir.VectorType(ir.IntType(16), LANES8))
 
-    def splat(c):
-        return ir.Constant(v32, c)
 
-    u = builder.bitcast(y, v32)
-    nan = builder.icmp_unsigned(">", builder.and_(u, splat(0x7FFFFFFF)), splat(0x7F800000))
-    odd = builder.and_(builder.lshr(u, splat(16)), splat(1))
-    rounded = builder.add(builder.add(u, splat(0x7FFF)), odd)
-    high = builder.select(nan, builder.or_(u, splat(0x400000)), rounded)
-    return builder.trunc(builder.lshr(high, splat(16)), ir.VectorType(ir.IntType(16), LANES8))
+_W8 = ir.VectorType(_I32, LANES8)  # 8 words: 8 float32 bits, or 16 bfloat16 values in pairs
+
+
+def _splat(c):
+    return ir.Constant(_W8, c)
+
+
+def _bf16_high8(builder, y):
+    """float32 lanes y rounded to bfloat16, each result in the upper half of its word (the lower
+    half not cleared): _numba_fp._bf16_round_high on 8 lanes."""
+    u = builder.bitcast(y, _W8)
+    nan = builder.icmp_unsigned(">", builder.and_(u, _splat(0x7FFFFFFF)), _splat(0x7F800000))
+    odd = builder.and_(builder.lshr(u, _splat(16)), _splat(1))
+    rounded = builder.add(builder.add(u, _splat(0x7FFF)), odd)
+    return builder.select(nan, builder.or_(u, _splat(0x400000)), rounded)
 
 
 def _coefficient8(builder, context, ty, value, j):
@@ -117,6 +124,18 @@ def _coefficient8(builder, context, ty, value, j):
     )
 
 
+def _formula8(builder, mode, x, dy, A, B, K, m):
+    """The mode's formula on 8 float32 lanes, as fb_apply8 computes it (x or dy None where the
+    mode does not read it)."""
+    fma = _declare(builder, "llvm.fma.v8f32", _V8, [_V8, _V8, _V8])
+    if mode == Apply.APPLY_B:  # A * dy
+        return builder.fmul(A, dy)
+    d = builder.fsub(x, m)
+    if mode == Apply.APPLY_A:  # fma(B, x - m, K)
+        return builder.call(fma, [B, d, K])
+    return builder.fmul(A, builder.call(fma, [B, d, builder.fadd(dy, K)]))  # A * fma(B, x - m, dy + K)
+
+
 def _apply8_for(mode: int, streamed: bool):
     """out[i:i + 8] = the mode's formula on a[i:], b[i:] (coefficients: floats, or tiles read at
     lane j); streamed: a non-temporal store, out + i aligned to the 8 values (see streamed_row);
@@ -127,21 +146,12 @@ def _apply8_for(mode: int, streamed: bool):
         def codegen(context, builder, signature, args):
             ta, tb, tout, _, tA, tB, tK, tm, _ = signature.args
             va, vb, vout, vi, vA, vB, vK, vm, vj = args
-            fma = _declare(builder, "llvm.fma.v8f32", _V8, [_V8, _V8, _V8])
-            cA, cB, cK, cm = (
+            coefficients = [
                 _coefficient8(builder, context, t, v, vj) for t, v in ((tA, vA), (tB, vB), (tK, vK), (tm, vm))
-            )
-            if mode == Apply.APPLY_B:  # A * dy
-                y = builder.fmul(cA, _widened8(builder, context, tb, vb, vi))
-            else:
-                d = builder.fsub(_widened8(builder, context, ta, va, vi), cm)
-                if mode == Apply.APPLY_A:  # fma(B, x - m, K)
-                    y = builder.call(fma, [cB, d, cK])
-                else:  # A * fma(B, x - m, dy + K)
-                    y = builder.fmul(
-                        cA, builder.call(fma, [cB, d, builder.fadd(_widened8(builder, context, tb, vb, vi), cK)])
-                    )
-            value = _narrowed8(builder, tout.dtype, y)
+            ]
+            x = None if mode == Apply.APPLY_B else _widened8(builder, context, ta, va, vi)
+            dy = None if mode == Apply.APPLY_A else _widened8(builder, context, tb, vb, vi)
+            value = _narrowed8(builder, tout.dtype, _formula8(builder, mode, x, dy, *coefficients))
             ary = context.make_array(tout)(context, builder, value=vout)
             at = builder.bitcast(builder.gep(ary.data, [vi]), value.type.as_pointer())
             size = tout.dtype.bitwidth // 8
@@ -157,6 +167,49 @@ def _apply8_for(mode: int, streamed: bool):
 
 # The intrinsic of each (mode, streamed): streamed_row picks its pair at compile time.
 _APPLY8 = {(mode, streamed): _apply8_for(mode, streamed) for mode in Apply for streamed in (False, True)}
+
+
+def _pairs16_for(mode: int):
+    """bfloat16 only, one channel's float coefficients: out[i:i + 16] streamed (out + i aligned to
+    32 bytes), as the C kernels' fb_apply_bf16_pairs computes it: x's and dy's 16 values loaded as
+    8 words, the even values shifted up and the odd ones masked (each is then its float32), both
+    sets through the formula and rounded, and blended back into words (no widening or packing
+    shuffle).  The same operations on every value as the 8-lane intrinsic, so the same bits."""
+
+    @intrinsic
+    def pairs16(typingctx, a, b, out, i, A, B, K, m):
+        def codegen(context, builder, signature, args):
+            ta, tb, tout, _, tA, tB, tK, tm = signature.args
+            va, vb, vout, vi, vA, vB, vK, vm = args
+
+            def words(ty, value):
+                ary = context.make_array(ty)(context, builder, value=value)
+                return builder.load(builder.bitcast(builder.gep(ary.data, [vi]), _W8.as_pointer()), align=2)
+
+            def halves(w):  # (the even values, the odd ones) as float32 lanes
+                if w is None:
+                    return None, None
+                even = builder.bitcast(builder.shl(w, _splat(16)), _V8)
+                return even, builder.bitcast(builder.and_(w, _splat(0xFFFF0000)), _V8)
+
+            coefficients = [
+                _coefficient8(builder, context, t, v, None) for t, v in ((tA, vA), (tB, vB), (tK, vK), (tm, vm))
+            ]
+            x = halves(None if mode == Apply.APPLY_B else words(ta, va))
+            dy = halves(None if mode == Apply.APPLY_A else words(tb, vb))
+            even, odd = (_bf16_high8(builder, _formula8(builder, mode, x[k], dy[k], *coefficients)) for k in (0, 1))
+            word = builder.or_(builder.lshr(even, _splat(16)), builder.and_(odd, _splat(0xFFFF0000)))
+            ary = context.make_array(tout)(context, builder, value=vout)
+            store = builder.store(word, builder.bitcast(builder.gep(ary.data, [vi]), _W8.as_pointer()), align=32)
+            store.set_metadata("nontemporal", builder.module.add_metadata([_I32(1)]))
+            return context.get_dummy_value()
+
+        return types.void(a, b, out, types.intp, A, B, K, m), codegen
+
+    return pairs16
+
+
+_PAIRS16 = {mode: _pairs16_for(mode) for mode in Apply}
 
 
 def _lane(v, j):
@@ -181,7 +234,8 @@ def _values(a, b, out, amode, start, n, A, B, K, m):
 def streamed_row(a, b, out, amode, start, L, A, B, K, m):
     """out[start:start + L] of an apply pass, streamed: the first 8 values with an ordinary store
     (the head up to the first boundary of 8 values, as _stream.h's head bytes), 8 at a time
-    non-temporally from that boundary, and the last 8 with an ordinary store (the tail).  Values
+    non-temporally from that boundary (bfloat16 runs with a channel's coefficients: 16 at a time
+    in pairs from the first 32-byte boundary), and the last 8 with an ordinary store (the tail).  Values
     the head or tail store overlaps are written twice with the same bits.  A row shorter than 8
     goes value by value.  amode: a compile-time constant (the sweeps' MODE), so that each sweep
     lowers its own mode's two intrinsics only.  A..m: a channel's floats, or tiles whose lane 0
@@ -211,4 +265,29 @@ def _streamed_row_impl(a, b, out, amode, start, L, A, B, K, m):
         if j < L:
             ordinary8(a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
 
-    return impl
+    if out.dtype != types.int16 or isinstance(A, types.Array):
+        return impl
+    pairs16 = _PAIRS16[mode]
+
+    def impl_pairs(a, b, out, amode, start, L, A, B, K, m):
+        """bfloat16 runs: from the first 32-byte boundary, 16 values at a time in pairs (the
+        run's head and tail as above)."""
+        addr = out.ctypes.data + start * 2
+        if L < LANES8 or addr % 2:
+            _values(a, b, out, amode, start, L, A, B, K, m)
+            return
+        ordinary8(a, b, out, start, A, B, K, m, 0)
+        j = ((16 - addr % 16) % 16) // 2
+        if (addr + 2 * j) % 32 and j + LANES8 <= L:  # (a 16-byte boundary first: one 8-value store)
+            streamed8(a, b, out, start + j, A, B, K, m, j)
+            j += LANES8
+        while j + 16 <= L:
+            pairs16(a, b, out, start + j, A, B, K, m)
+            j += 16
+        while j + LANES8 <= L:
+            streamed8(a, b, out, start + j, A, B, K, m, j)
+            j += LANES8
+        if j < L:
+            ordinary8(a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
+
+    return impl_pairs
