@@ -99,7 +99,7 @@ def test_warm_up_reaches_the_parallel_twins_on_a_busy_machine(monkeypatch):
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("Numba has one thread here: the parallel twins never run")
-    monkeypatch.setattr(threads, "_num_threads", [2])  # the default count (the cores), whatever tests set before
+    monkeypatch.setattr(threads, "_num_threads", [2])  # the adaptive default of 2 cores, whatever the environment sets
     monkeypatch.setattr(threads, "_from_cores", [True])
     monkeypatch.delenv("FBNOPS_ADAPTIVE_THREADS", raising=False)
     monkeypatch.setattr(threads, "idle_cores", lambda n: 1)  # the machine as a parallel warm-up leaves it

@@ -212,6 +212,33 @@ def _pairs16_for(mode: int):
 _PAIRS16 = {mode: _pairs16_for(mode) for mode in Apply}
 
 
+def _pairs_run_for(mode: int):
+    """The middle of a streamed bfloat16 run with a channel's coefficients (see streamed_row):
+    from lane j (at a 16-byte boundary), one 8-value store if that is not a 32-byte boundary,
+    then 16 values at a time in pairs; returns the lane after them."""
+    pairs16, streamed8 = _PAIRS16[mode], _APPLY8[mode, True]
+
+    @njit(inline="always")
+    def pairs_run(a, b, out, start, L, A, B, K, m, j, addr):
+        if (addr + 2 * j) % 32 and j + LANES8 <= L:
+            streamed8(a, b, out, start + j, A, B, K, m, j)
+            j += LANES8
+        while j + 16 <= L:
+            pairs16(a, b, out, start + j, A, B, K, m)
+            j += 16
+        return j
+
+    return pairs_run
+
+
+_PAIRS_RUN = {mode: _pairs_run_for(mode) for mode in Apply}
+
+
+@njit(inline="always")
+def _no_pairs(a, b, out, start, L, A, B, K, m, j, addr):
+    return j
+
+
 def _lane(v, j):
     """Coefficient v at lane j: a tile's lane, or the float itself."""
 
@@ -250,6 +277,8 @@ def _streamed_row_impl(a, b, out, amode, start, L, A, B, K, m):
         raise errors.TypingError("streamed_row: amode must be a compile-time constant (an Apply value)")
     mode = Apply(amode.literal_value)
     ordinary8, streamed8 = _APPLY8[mode, False], _APPLY8[mode, True]
+    in_pairs = out.dtype == types.int16 and not isinstance(A, types.Array)
+    middle = _PAIRS_RUN[mode] if in_pairs else _no_pairs  # (chosen here, at compile time)
 
     def impl(a, b, out, amode, start, L, A, B, K, m):
         size = out.itemsize
@@ -259,35 +288,11 @@ def _streamed_row_impl(a, b, out, amode, start, L, A, B, K, m):
             return
         ordinary8(a, b, out, start, A, B, K, m, 0)
         j = ((LANES8 * size - addr % (LANES8 * size)) % (LANES8 * size)) // size
+        j = middle(a, b, out, start, L, A, B, K, m, j, addr)
         while j + LANES8 <= L:
             streamed8(a, b, out, start + j, A, B, K, m, j)
             j += LANES8
         if j < L:
             ordinary8(a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
 
-    if out.dtype != types.int16 or isinstance(A, types.Array):
-        return impl
-    pairs16 = _PAIRS16[mode]
-
-    def impl_pairs(a, b, out, amode, start, L, A, B, K, m):
-        """bfloat16 runs: from the first 32-byte boundary, 16 values at a time in pairs (the
-        run's head and tail as above)."""
-        addr = out.ctypes.data + start * 2
-        if L < LANES8 or addr % 2:
-            _values(a, b, out, amode, start, L, A, B, K, m)
-            return
-        ordinary8(a, b, out, start, A, B, K, m, 0)
-        j = ((16 - addr % 16) % 16) // 2
-        if (addr + 2 * j) % 32 and j + LANES8 <= L:  # (a 16-byte boundary first: one 8-value store)
-            streamed8(a, b, out, start + j, A, B, K, m, j)
-            j += LANES8
-        while j + 16 <= L:
-            pairs16(a, b, out, start + j, A, B, K, m)
-            j += 16
-        while j + LANES8 <= L:
-            streamed8(a, b, out, start + j, A, B, K, m, j)
-            j += LANES8
-        if j < L:
-            ordinary8(a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
-
-    return impl_pairs
+    return impl
