@@ -33,16 +33,27 @@ def _declare(builder, name, ret, params):
     return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, params), name)
 
 
+def _at(context, builder, ty, value, index, pointee):
+    """A pointer to element `index` of the array `value` (Numba type ty), as a pointer to pointee."""
+    ary = context.make_array(ty)(context, builder, value=value)
+    return builder.bitcast(builder.gep(ary.data, [index]), pointee.as_pointer())
+
+
+def _store_streamed(builder, value, at, align):
+    """A non-temporal store of value at `at` (aligned to `align` bytes)."""
+    store = builder.store(value, at, align=align)
+    store.set_metadata("nontemporal", builder.module.add_metadata([_I32(1)]))
+
+
 @intrinsic
 def _prefetch(typingctx, arr, i):
     """A request for the cache line of arr[i] (llvm.prefetch: read, keep in all levels), the
     C kernels' __builtin_prefetch: a hint that never faults and changes no value."""
 
     def codegen(context, builder, signature, args):
-        ary = context.make_array(arr)(context, builder, value=args[0])
-        byte_ptr = ir.PointerType(ir.IntType(8))
-        fn = _declare(builder, "llvm.prefetch.p0", ir.VoidType(), [byte_ptr, _I32, _I32, _I32])
-        at = builder.bitcast(builder.gep(ary.data, [args[1]]), byte_ptr)
+        byte = ir.IntType(8)
+        fn = _declare(builder, "llvm.prefetch.p0", ir.VoidType(), [byte.as_pointer(), _I32, _I32, _I32])
+        at = _at(context, builder, arr, args[0], args[1], byte)
         builder.call(fn, [at, _I32(0), _I32(3), _I32(1)])
         return context.get_dummy_value()
 
@@ -71,10 +82,9 @@ def stream_fence(typingctx):
 def _widened8(builder, context, ty, value, index):
     """ty's elements [index, index + 8) as float32 lanes: float32 as is, float16 bits (uint16)
     converted (F16C's vcvtph2ps), bfloat16 bits (int16) shifted into the upper half."""
-    ary = context.make_array(ty)(context, builder, value=value)
     bits = ir.IntType(ty.dtype.bitwidth)
     vec = ir.VectorType(_F32 if ty.dtype == types.float32 else bits, LANES8)
-    v = builder.load(builder.bitcast(builder.gep(ary.data, [index]), vec.as_pointer()), align=ty.dtype.bitwidth // 8)
+    v = builder.load(_at(context, builder, ty, value, index, vec), align=ty.dtype.bitwidth // 8)
     if ty.dtype == types.float32:
         return v
     if ty.dtype == types.uint16:
@@ -152,12 +162,12 @@ def _apply8_for(mode: int, streamed: bool):
             x = None if mode == Apply.APPLY_B else _widened8(builder, context, ta, va, vi)
             dy = None if mode == Apply.APPLY_A else _widened8(builder, context, tb, vb, vi)
             value = _narrowed8(builder, tout.dtype, _formula8(builder, mode, x, dy, *coefficients))
-            ary = context.make_array(tout)(context, builder, value=vout)
-            at = builder.bitcast(builder.gep(ary.data, [vi]), value.type.as_pointer())
+            at = _at(context, builder, tout, vout, vi, value.type)
             size = tout.dtype.bitwidth // 8
-            store = builder.store(value, at, align=LANES8 * size if streamed else size)
             if streamed:
-                store.set_metadata("nontemporal", builder.module.add_metadata([_I32(1)]))
+                _store_streamed(builder, value, at, LANES8 * size)
+            else:
+                builder.store(value, at, align=size)
             return context.get_dummy_value()
 
         return types.void(a, b, out, types.intp, A, B, K, m, types.intp), codegen
@@ -183,8 +193,7 @@ def _pairs16_for(mode: int):
             va, vb, vout, vi, vA, vB, vK, vm = args
 
             def words(ty, value):
-                ary = context.make_array(ty)(context, builder, value=value)
-                return builder.load(builder.bitcast(builder.gep(ary.data, [vi]), _W8.as_pointer()), align=2)
+                return builder.load(_at(context, builder, ty, value, vi, _W8), align=2)
 
             def halves(w):  # (the even values, the odd ones) as float32 lanes
                 if w is None:
@@ -199,9 +208,7 @@ def _pairs16_for(mode: int):
             dy = halves(None if mode == Apply.APPLY_A else words(tb, vb))
             even, odd = (_bf16_high8(builder, _formula8(builder, mode, x[k], dy[k], *coefficients)) for k in (0, 1))
             word = builder.or_(builder.lshr(even, _splat(16)), builder.and_(odd, _splat(0xFFFF0000)))
-            ary = context.make_array(tout)(context, builder, value=vout)
-            store = builder.store(word, builder.bitcast(builder.gep(ary.data, [vi]), _W8.as_pointer()), align=32)
-            store.set_metadata("nontemporal", builder.module.add_metadata([_I32(1)]))
+            _store_streamed(builder, word, _at(context, builder, tout, vout, vi, _W8), 32)
             return context.get_dummy_value()
 
         return types.void(a, b, out, types.intp, A, B, K, m), codegen
