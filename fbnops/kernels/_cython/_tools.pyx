@@ -11,8 +11,8 @@
   (tests force streaming on small outputs to check that the bits do not change);
 * ``narrow``: float32 values rounded to float16/bfloat16 by a kernel module's own vector stores
   (16 and 8 lanes at a time in the x86-64-v3 build), checked against NumPy/ml_dtypes;
-* ``add_chain_seconds``: the time of a chain of dependent integer adds, one per cycle on any
-  x86-64 core: the clock this process actually gets (the benchmarks' CPU-speed witness).
+* ``add_chain_seconds``: the time of a chain of dependent register-to-register adds, one per
+  cycle on any x86-64 core: the clock this process actually gets (the benchmarks' CPU-speed witness).
 """
 
 import ml_dtypes
@@ -163,16 +163,18 @@ def stream_add(a, b, out, int num_threads=1, bint streaming=False):
 cdef extern from *:
     """
     #include <time.h>
-    /* A chain of dependent adds (8 per loop trip, so the loop's own instructions overlap the
-       chain): one cycle each on any x86-64 core, whatever the vendor.  -1 where not x86-64. */
+    /* A chain of dependent register-to-register adds (8 per loop trip, so the loop's own
+       instructions overlap the chain): one cycle each on any x86-64 core, whatever the vendor.
+       Not adds of an immediate: Intel's Golden Cove cores (Sapphire Rapids) fold chains of those
+       while renaming, and the same chain read as 6 to 12 GHz there.  -1 where not x86-64. */
     static double fbnops_add_chain_seconds(long trips) {
     #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
         struct timespec t0, t1;
-        long x = 0;
+        long x = 0, one = 1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (long i = 0; i < trips; i++)
-            __asm__ volatile("add $1, %0; add $1, %0; add $1, %0; add $1, %0; "
-                             "add $1, %0; add $1, %0; add $1, %0; add $1, %0" : "+r"(x));
+            __asm__ volatile("add %1, %0; add %1, %0; add %1, %0; add %1, %0; "
+                             "add %1, %0; add %1, %0; add %1, %0; add %1, %0" : "+r"(x) : "r"(one));
         clock_gettime(CLOCK_MONOTONIC, &t1);
         return (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
     #else
