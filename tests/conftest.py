@@ -3,7 +3,15 @@ and the --update-goldens option.  Helpers live in :mod:`fbnops.testing`."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# TensorFlow as the oracle is its default CPU kernels (Eigen), on every machine.  Its oneDNN
+# rewrites are on by default on CPUs with AVX512-VNNI/BF16 or AMX (and off on others): they
+# change what some ops return (FusedBatchNormGrad's reserve_space_3 came back as shape () on a
+# Sapphire Rapids host, not (0,)).  Set here, before any test module imports TensorFlow.
+os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 
 import fbnops
 from fbnops.framework import threads
