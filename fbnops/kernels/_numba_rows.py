@@ -38,24 +38,31 @@ MODE = -1  # the mode a sweep is compiled for: each compiled twin binds its own 
 # ---------------------------------------------------------------------------------------
 
 
+@njit(inline="always")
+def _u(i):
+    """i as an unsigned index: Numba emits no wraparound code for it (see _numba_loops._fill).
+    The row loops index their arrays with it, not with row slices: every slice made a view whose
+    reference count was a call, counted up and down (a sixteenth of a channels-last forward)."""
+    return np.uint64(i)
+
+
 @njit(inline="always", fastmath=FASTMATH)
 def _reduce_span(a, b, mode, start, stop, W, m, acc0, acc1, p0, p1, nrows):
     pos = start
     while pos < stop:
         L = min(W, stop - pos)
-        ra = a[pos : pos + L]  # row slices: non-negative indices, no wraparound checks in the loop
-        rb = b[pos : pos + L]
+        r = _u(pos)
         if mode == Reduce.RED_GRAD:
             for j in range(L):
-                dy = _load(rb, j)
+                dy = _load(b, r + _u(j))
                 acc0[j] += dy
-                acc1[j] += (_load(ra, j) - m[j]) * dy
+                acc1[j] += (_load(a, r + _u(j)) - m[j]) * dy
         elif mode == Reduce.RED_SUM:
             for j in range(L):
-                acc0[j] += _load(ra, j)
+                acc0[j] += _load(a, r + _u(j))
         else:
             for j in range(L):
-                d = _load(ra, j) - m[j]
+                d = _load(a, r + _u(j)) - m[j]
                 acc1[j] += d * d
         pos += W
         nrows += 1
@@ -83,33 +90,32 @@ def _reduce_rows(a, b, mode, start, stride, L, m, acc0, acc1):
     """Rows of L lanes, `stride` apart (four for the gradient's two totals, else eight), added in
     row order with one load and store of each lane total (the C kernels' strips keep them in
     registers): the same adds as that many _reduce_span rows, so the same bits."""
-    x0, x1 = a[start : start + L], a[start + stride : start + stride + L]
-    x2, x3 = a[start + 2 * stride : start + 2 * stride + L], a[start + 3 * stride : start + 3 * stride + L]
+    s1 = _u(stride)
+    s2 = s1 + s1
+    s3, s4 = s2 + s1, s2 + s2
+    r0 = _u(start)
     if mode == Reduce.RED_GRAD:
-        g0, g1 = b[start : start + L], b[start + stride : start + stride + L]
-        g2, g3 = b[start + 2 * stride : start + 2 * stride + L], b[start + 3 * stride : start + 3 * stride + L]
         for j in range(L):
-            mj = m[j]
-            d0, d1, d2, d3 = _load(g0, j), _load(g1, j), _load(g2, j), _load(g3, j)
+            i, mj = r0 + _u(j), m[j]
+            d0, d1, d2, d3 = _load(b, i), _load(b, i + s1), _load(b, i + s2), _load(b, i + s3)
             acc0[j] = (((acc0[j] + d0) + d1) + d2) + d3
-            t = acc1[j] + (_load(x0, j) - mj) * d0
-            t = t + (_load(x1, j) - mj) * d1
-            t = t + (_load(x2, j) - mj) * d2
-            acc1[j] = t + (_load(x3, j) - mj) * d3
+            t = acc1[j] + (_load(a, i) - mj) * d0
+            t = t + (_load(a, i + s1) - mj) * d1
+            t = t + (_load(a, i + s2) - mj) * d2
+            acc1[j] = t + (_load(a, i + s3) - mj) * d3
     elif mode == Reduce.RED_SUM:
-        x4, x5 = a[start + 4 * stride : start + 4 * stride + L], a[start + 5 * stride : start + 5 * stride + L]
-        x6, x7 = a[start + 6 * stride : start + 6 * stride + L], a[start + 7 * stride : start + 7 * stride + L]
         for j in range(L):
-            t = (((acc0[j] + _load(x0, j)) + _load(x1, j)) + _load(x2, j)) + _load(x3, j)
-            acc0[j] = (((t + _load(x4, j)) + _load(x5, j)) + _load(x6, j)) + _load(x7, j)
+            i, k = r0 + _u(j), r0 + _u(j) + s4
+            t = (((acc0[j] + _load(a, i)) + _load(a, i + s1)) + _load(a, i + s2)) + _load(a, i + s3)
+            acc0[j] = (((t + _load(a, k)) + _load(a, k + s1)) + _load(a, k + s2)) + _load(a, k + s3)
     else:
-        x4, x5 = a[start + 4 * stride : start + 4 * stride + L], a[start + 5 * stride : start + 5 * stride + L]
-        x6, x7 = a[start + 6 * stride : start + 6 * stride + L], a[start + 7 * stride : start + 7 * stride + L]
         for j in range(L):
-            mj = m[j]
-            d0, d1, d2, d3 = _load(x0, j) - mj, _load(x1, j) - mj, _load(x2, j) - mj, _load(x3, j) - mj
+            i, k, mj = r0 + _u(j), r0 + _u(j) + s4, m[j]
+            d0, d1 = _load(a, i) - mj, _load(a, i + s1) - mj
+            d2, d3 = _load(a, i + s2) - mj, _load(a, i + s3) - mj
             t = (((acc1[j] + d0 * d0) + d1 * d1) + d2 * d2) + d3 * d3
-            d0, d1, d2, d3 = _load(x4, j) - mj, _load(x5, j) - mj, _load(x6, j) - mj, _load(x7, j) - mj
+            d0, d1 = _load(a, k) - mj, _load(a, k + s1) - mj
+            d2, d3 = _load(a, k + s2) - mj, _load(a, k + s3) - mj
             acc1[j] = (((t + d0 * d0) + d1 * d1) + d2 * d2) + d3 * d3
 
 
@@ -126,22 +132,21 @@ def _two_rows(a):
 def _apply_span(a, b, out, amode, start, stop, W, At, Bt, Kt, mt, two_rows):
     pos = start
     if amode == Apply.APPLY_A and two_rows:  # (see _two_rows)
+        w = _u(W)
         while pos + 2 * W <= stop:
-            x0, x1 = a[pos : pos + W], a[pos + W : pos + 2 * W]
-            o0, o1 = out[pos : pos + W], out[pos + W : pos + 2 * W]
+            r = _u(pos)
             unused = np.float32(0)  # (dy and A: APPLY_A reads neither; float32, so every branch types float32)
             for j in range(W):
-                bj, kj, mj = Bt[j], Kt[j], mt[j]
-                _store(o0, j, _apply1(amode, _load(x0, j), unused, unused, bj, kj, mj))
-                _store(o1, j, _apply1(amode, _load(x1, j), unused, unused, bj, kj, mj))
+                i, bj, kj, mj = r + _u(j), Bt[j], Kt[j], mt[j]
+                _store(out, i, _apply1(amode, _load(a, i), unused, unused, bj, kj, mj))
+                _store(out, i + w, _apply1(amode, _load(a, i + w), unused, unused, bj, kj, mj))
             pos += 2 * W
     while pos < stop:
         L = min(W, stop - pos)
-        ra = a[pos : pos + L]
-        rb = b[pos : pos + L]
-        ro = out[pos : pos + L]
+        r = _u(pos)
         for j in range(L):
-            _store(ro, j, _apply1(amode, _load(ra, j), _load(rb, j), At[j], Bt[j], Kt[j], mt[j]))
+            i = r + _u(j)
+            _store(out, i, _apply1(amode, _load(a, i), _load(b, i), At[j], Bt[j], Kt[j], mt[j]))
         pos += W
 
 
