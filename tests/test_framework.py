@@ -237,7 +237,6 @@ def test_graphdef_kernel_labels_and_bad_text():
 @pytest.mark.parametrize("fmt,is_training", [("NHWC", True), ("NCHW", True), ("NHWC", False), ("NCHW", False)])
 def test_tensorflow_imports_and_runs_the_exported_graph(fmt, is_training):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     tf = extras.require("tensorflow", "oracle")
     from google.protobuf import text_format
 

@@ -1,4 +1,5 @@
-"""TensorFlow itself as the oracle (tensorflow-cpu 2.21, Eigen kernels: ``TF_ENABLE_ONEDNN_OPTS=0``).
+"""TensorFlow itself as the oracle (tensorflow-cpu 2.21, Eigen kernels: ``TF_ENABLE_ONEDNN_OPTS=0``,
+set in conftest.py).
 
 Skipped, with the reason, when TensorFlow is not installed (``pip install 'fbnops[oracle]'``).
 Every test below is one case compared with TensorFlow:
@@ -24,7 +25,6 @@ from raw_ops_cases import ROWS, Row, call_inputs
 
 from fbnops.testing import extras
 
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 tf = extras.require("tensorflow", "oracle")
 

@@ -25,7 +25,7 @@ from numba import njit, prange
 from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, make_params, tile
 from ._numba_fp import borrowed, pairs_of
-from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _inputs, _pair_tiles_from, _reduce, _runs
+from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _inputs, _pair_tiles_from, _reduce, _runs, _u
 from ._plan import (
     BLOCK_ROWS,
     FOLD_WAYS,
@@ -85,18 +85,16 @@ def _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part):
 def _add_lanes(t, v, j, count):
     """The eight running totals t with lanes v[j:j + count] added (lane j + k to t[k]; count <= 8).
     A lane past count adds +0.0, which changes no total: a total starts at +0.0, so it is never
-    -0.0.  With count the constant FOLD_WAYS, LLVM drops the tests.  The index is unsigned, so
-    Numba emits no wraparound code for a negative one (see _fill): it doubled the loop."""
-    u = np.uint64(j)
+    -0.0.  With count the constant FOLD_WAYS, LLVM drops the tests.  Indices are unsigned (_u)."""
     return (
-        t[0] + (v[u] if count > 0 else 0.0),
-        t[1] + (v[u + np.uint64(1)] if count > 1 else 0.0),
-        t[2] + (v[u + np.uint64(2)] if count > 2 else 0.0),
-        t[3] + (v[u + np.uint64(3)] if count > 3 else 0.0),
-        t[4] + (v[u + np.uint64(4)] if count > 4 else 0.0),
-        t[5] + (v[u + np.uint64(5)] if count > 5 else 0.0),
-        t[6] + (v[u + np.uint64(6)] if count > 6 else 0.0),
-        t[7] + (v[u + np.uint64(7)] if count > 7 else 0.0),
+        t[0] + (v[_u(j)] if count > 0 else 0.0),
+        t[1] + (v[_u(j + 1)] if count > 1 else 0.0),
+        t[2] + (v[_u(j + 2)] if count > 2 else 0.0),
+        t[3] + (v[_u(j + 3)] if count > 3 else 0.0),
+        t[4] + (v[_u(j + 4)] if count > 4 else 0.0),
+        t[5] + (v[_u(j + 5)] if count > 5 else 0.0),
+        t[6] + (v[_u(j + 6)] if count > 6 else 0.0),
+        t[7] + (v[_u(j + 7)] if count > 7 else 0.0),
     )
 
 

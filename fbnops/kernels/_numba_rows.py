@@ -40,9 +40,10 @@ MODE = -1  # the mode a sweep is compiled for: each compiled twin binds its own 
 
 @njit(inline="always")
 def _u(i):
-    """i as an unsigned index: Numba emits no wraparound code for it (see _numba_loops._fill).
-    The row loops index their arrays with it, not with row slices: every slice made a view whose
-    reference count was a call, counted up and down (a sixteenth of a channels-last forward)."""
+    """i as an unsigned index: Numba emits no wraparound code for it (with a signed index _fill
+    stored one lane at a time, and the lane fold ran twice as long).  The row loops index their
+    arrays with it, not with row slices: every slice made a view whose reference count was a call,
+    counted up and down (a sixteenth of a channels-last forward)."""
     return np.uint64(i)
 
 
@@ -105,12 +106,14 @@ def _reduce_rows(a, b, mode, start, stride, L, m, acc0, acc1):
             acc1[j] = t + (_load(a, i + s3) - mj) * d3
     elif mode == Reduce.RED_SUM:
         for j in range(L):
-            i, k = r0 + _u(j), r0 + _u(j) + s4
+            i = r0 + _u(j)
+            k = i + s4
             t = (((acc0[j] + _load(a, i)) + _load(a, i + s1)) + _load(a, i + s2)) + _load(a, i + s3)
             acc0[j] = (((t + _load(a, k)) + _load(a, k + s1)) + _load(a, k + s2)) + _load(a, k + s3)
     else:
         for j in range(L):
-            i, k, mj = r0 + _u(j), r0 + _u(j) + s4, m[j]
+            i, mj = r0 + _u(j), m[j]
+            k = i + s4
             d0, d1 = _load(a, i) - mj, _load(a, i + s1) - mj
             d2, d3 = _load(a, i + s2) - mj, _load(a, i + s3) - mj
             t = (((acc1[j] + d0 * d0) + d1 * d1) + d2 * d2) + d3 * d3
@@ -356,10 +359,9 @@ def _runs(amode, a, b, out, base, stride, count, L, A, B, K, m, ahead, stream):
 
 @njit(inline="always")
 def _fill(x, start, n, v):
-    """x[start:start + n] = v.  The index is unsigned, so Numba emits no wraparound code for a
-    negative one and the loop vectorizes (with a signed index it stored one lane at a time)."""
+    """x[start:start + n] = v, with unsigned indices (_u): the loop vectorizes."""
     for j in range(n):
-        x[np.uint64(start + j)] = v
+        x[_u(start + j)] = v
 
 
 @njit(inline="always")
