@@ -16,7 +16,8 @@ import numpy as np
 from numba import njit
 
 from ._numba_cache import cached_njit
-from ._plan import Op
+from ._numba_rows import _u
+from ._plan import Op, Reduce
 
 
 class Params(NamedTuple):
@@ -79,22 +80,30 @@ def _channels_done(params, pass_index, c0, nch, s0, s1):
 
 
 @njit
-def _combine(p, part, s):
+def _combine(p, mode, part, s):
     """Item partials into totals s[2][C], in the fixed order of the C combine_rows/combine_blocks:
-    row items [item][2][fold * C]; block items [item][2][block], batch ranges side by side."""
+    row items [item][2][fold * C], only the totals the pass adds to (mode: the other stays 0, as
+    the items left it); block items [item][2][block], batch ranges side by side.  Row items are
+    added through flat views with unsigned indices (_u), so the channel loop vectorizes (indexed
+    two-dimensionally it took 5.5 us a pass for 25 items of 512 channels)."""
     s[:] = 0
     C = p.C
+    if p.channels_last:
+        lanes, totals = part.reshape(-1), s.reshape(-1)
+        for item in range(p.nitems):
+            for h in range(2):
+                if (mode == Reduce.RED_SQ and h == 0) or (mode == Reduce.RED_SUM and h == 1):
+                    continue
+                base = (2 * item + h) * p.width
+                for q in range(p.fold):
+                    for c in range(C):
+                        totals[_u(h * C + c)] += lanes[_u(base + q * C + c)]
+        return
     for item in range(p.nitems):
-        if p.channels_last:
-            for q in range(p.fold):
-                for c in range(C):
-                    s[0, c] += part[item, 0, q * C + c]
-                    s[1, c] += part[item, 1, q * C + c]
-        else:
-            c0 = item // p.per_channel * p.block
-            for j in range(min(p.block, C - c0)):
-                s[0, c0 + j] += part[item, 0, j]
-                s[1, c0 + j] += part[item, 1, j]
+        c0 = item // p.per_channel * p.block
+        for j in range(min(p.block, C - c0)):
+            s[0, c0 + j] += part[item, 0, j]
+            s[1, c0 + j] += part[item, 1, j]
 
 
 @njit(inline="always")

@@ -264,7 +264,7 @@ def samples_region(a, b, mode, p, nsamples, nchunks, m_tile, center, out):
                     _reduce_row_item(sa, sb, mode, p, item, m_tile, acc0, acc1, part[item])
                 else:
                     _reduce_plane_item(sa, sb, mode, p, item, center, m, acc0, acc1, p0, p1, part[item])
-            _combine(p, part, out[k])
+            _combine(p, mode, part, out[k])
 
 
 @_region
@@ -355,7 +355,7 @@ def _drive(a, b, out, plan_fields, nchunks, op, eps, n, scale, offset, variance,
     npasses = _npasses(op)
     for q in range(npasses):  # forward training: the mean, then squares centred on it
         reduce_region(a, b, _reduce_mode(op, q), p, nchunks, center_tile(p, params.center), params.center, part)
-        _combine(p, part, s)
+        _combine(p, _reduce_mode(op, q), part, s)
         finish_pass(params, q, s[0], s[1])
     if npasses == 0:
         finish_pass(params, 0, s[0], s[1])

@@ -181,7 +181,7 @@ def reduce_totals(mode, x, dy, center, rows_per_sample):
         n = _chunks(p.nitems, x.size)
         _launch(loops.reduce_region, n, a, b, int(mode), p, n, m_tile, center, part)
         s = np.empty((2, C))
-        channels._combine(p, part, s)
+        channels._combine(p, int(mode), part, s)
         return s
     nsamples = outer // rows_per_sample
     out = np.empty((nsamples, 2, C))
