@@ -51,7 +51,7 @@ stream_min_bytes = STREAM_MIN_BYTES
 def _streamed(p, x: np.ndarray, amode: int) -> bool:
     """Whether the apply pass writes its output non-temporally: _plan._streams, as the C kernels
     decide (float16 only where Numba converts with F16C, the x86-64-v3 build's instructions).
-    Inputs too small to stream whatever the pass return at once (the whole rule cost 1.3 us a call)."""
+    Inputs too small to stream in any pass return at once (the whole rule cost 1.3 us a call)."""
     if 3 * x.nbytes < stream_min_bytes:  # (a pass moves at most three tensors of x's size)
         return False
     if x.dtype == dtypes.float16 and not HARDWARE_HALF:
