@@ -57,12 +57,14 @@ def test_the_clock_probe_counts_one_add_per_cycle():
     short = min(add_chain_seconds(1 << 20) for _ in range(5))
     long = min(add_chain_seconds(1 << 22) for _ in range(5))
     assert long > 2 * short  # a chain the compiler kept: 4x the adds, about 4x the time
-    ghz = machine_load.clock_ghz()
+    ghz = max(machine_load.clock_ghz() for _ in range(3))
     # Cycles per second of a real core (none runs past 6.5 GHz), not an emptied or folded chain's
     # (adds of an immediate read 6 to 12 GHz on a Sapphire Rapids core that renamed them away).
     assert 0.3 < ghz < 6.5
     readings = machine_load.watch(0.5, every=0.1)  # (python -m fbnops.tools.bench.machine_load)
-    assert len(readings) >= 3 and all(0.3 < r < 6.5 for r in readings)
+    # Each reading is the clock this process got: low while the host ran something else (a CI run
+    # read 0.23 GHz once among 2.2-2.9; reporting that is the watch's purpose), never past a core's.
+    assert len(readings) >= 3 and all(0 < r < 6.5 for r in readings) and max(readings) > 0.3
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2 or not os.path.exists("/proc/stat"), reason="needs 2 cores and Linux")
