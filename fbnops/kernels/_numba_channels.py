@@ -16,8 +16,8 @@ import numpy as np
 from numba import njit
 
 from ._numba_cache import cached_njit
-from ._numba_rows import _u
-from ._plan import Op, Reduce
+from ._numba_rows import _adds_to, _u
+from ._plan import Op
 
 
 class Params(NamedTuple):
@@ -92,7 +92,7 @@ def _combine(p, mode, part, s):
         lanes, totals = part.reshape(-1), s.reshape(-1)
         for item in range(p.nitems):
             for h in range(2):
-                if (mode == Reduce.RED_SQ and h == 0) or (mode == Reduce.RED_SUM and h == 1):
+                if not _adds_to(mode, h):
                     continue
                 base = (2 * item + h) * p.width
                 for q in range(p.fold):

@@ -33,6 +33,7 @@ from ._plan import (
     Op,
     Plan,
     Reduce,
+    _adds_to,
     _cached,
     _prefetches,
     _reduce_inputs,
@@ -43,6 +44,7 @@ assert FOLD_WAYS == 8, "_fold_run is written out for eight running totals"
 _prefetches = njit(inline="always")(_prefetches)  # (the rules the Cython kernels compile from _plan.py)
 _cached = njit(inline="always")(_cached)
 _reduce_inputs = njit(inline="always")(_reduce_inputs)
+_adds_to = njit(inline="always")(_adds_to)
 
 # ---------------------------------------------------------------------------------------
 # Items.  Channels-last: a range of folded rows.  Channels-first: (channel block, batch range).
@@ -127,25 +129,25 @@ def _fold_lanes(mode, p0, p1, nch, R, sums):
     does not add to stays 0.  One call per item (a call per channel took a tenth of a
     small-plane call, most of it reference counts of the arrays passed)."""
     for c in range(nch):
-        sums[0, c] = _fold_run(p0, c * R, R) if mode != Reduce.RED_SQ else 0.0
-        sums[1, c] = _fold_run(p1, c * R, R) if mode != Reduce.RED_SUM else 0.0
+        sums[0, c] = _fold_run(p0, c * R, R) if _adds_to(mode, 0) else 0.0
+        sums[1, c] = _fold_run(p1, c * R, R) if _adds_to(mode, 1) else 0.0
 
 
 @njit(inline="always")
 def _clear_used(mode, v0, v1):
     """Zero the lanes (float32) or partials (float64) of the totals the pass adds to."""
-    if mode != Reduce.RED_SQ:
+    if _adds_to(mode, 0):
         _clear(v0)
-    if mode != Reduce.RED_SUM:
+    if _adds_to(mode, 1):
         _clear(v1)
 
 
 @njit(inline="always", fastmath=FASTMATH)
 def _flush_used(mode, acc0, acc1, p0, p1):
-    if mode != Reduce.RED_SQ:
+    if _adds_to(mode, 0):
         for j in range(acc0.shape[0]):
             p0[j] += acc0[j]
-    if mode != Reduce.RED_SUM:
+    if _adds_to(mode, 1):
         for j in range(acc1.shape[0]):
             p1[j] += acc1[j]
 

@@ -26,9 +26,10 @@ from ._numba_fp import (
     pairs_of,
 )
 from ._numba_stream import prefetch_lines, stream_fence, streamed_row
-from ._plan import BLOCK_ROWS, STREAM_MIN_BYTES, Apply, Reduce, _inputs
+from ._plan import BLOCK_ROWS, STREAM_MIN_BYTES, Apply, Reduce, _adds_to, _inputs
 
-_inputs = njit(inline="always")(_inputs)  # (the rule the Cython kernels compile from _plan.py)
+_inputs = njit(inline="always")(_inputs)  # (the rules the Cython kernels compile from _plan.py)
+_adds_to = njit(inline="always")(_adds_to)
 
 MODE = -1  # the mode a sweep is compiled for: each compiled twin binds its own (see _per_mode)
 
@@ -76,11 +77,11 @@ def _reduce_span(a, b, mode, start, stop, W, m, acc0, acc1, p0, p1, nrows):
 @njit(inline="always", fastmath=FASTMATH)
 def _flush_block(mode, W, acc0, acc1, p0, p1):
     """The float32 lanes of a block of rows into the float64 partials (only the totals the mode adds to)."""
-    if mode != Reduce.RED_SQ:
+    if _adds_to(mode, 0):
         for j in range(W):
             p0[j] += acc0[j]
             acc0[j] = 0
-    if mode != Reduce.RED_SUM:
+    if _adds_to(mode, 1):
         for j in range(W):
             p1[j] += acc1[j]
             acc1[j] = 0

@@ -181,10 +181,16 @@ def _partition(outer, C, inner, itemsize):
     return Plan(False, outer, C, inner, width, 1, 0, nblocks * per_channel, block, run, per_channel, runs)
 
 
+def _moves(elems, itemsize, full):
+    """The bytes an apply pass moves: x, dy too if `full` (the training gradient's), and the
+    output, `elems` values each."""
+    return elems * itemsize * (3 if full else 2)
+
+
 def _streams(channels_last, block, elems, itemsize, full, threshold):
-    """Whether an apply pass writes its output with non-temporal stores: when what it moves (x,
-    dy too if `full`, and the output: `elems` each) is `threshold` bytes or more, past what the
-    caches hold, so the output's lines would be read from memory only to be overwritten
+    """Whether an apply pass writes its output with non-temporal stores: when what it moves
+    (_moves) is `threshold` bytes or more, past what the caches hold, so the output's lines
+    would be read from memory only to be overwritten
     (measured between PyTorch's calls, as the benchmark times them: 0.53-0.94x of the old rule's
     time, the output alone at the threshold, for the 16-bit (32,28,28,128) forwards, 0.63-0.91x
     for (32,14,14,256) float32 channels-last; the same bits: see docs/performance.md).
@@ -194,7 +200,7 @@ def _streams(channels_last, block, elems, itemsize, full, threshold):
     stores save (paired runs: 1.08x slower in float32, up to 1.6x in float16)."""
     if not channels_last and block > 1:
         return False
-    return elems * itemsize * (3 if full else 2) >= threshold
+    return _moves(elems, itemsize, full) >= threshold
 
 
 def _cached(elems, itemsize, ninputs, threshold):
@@ -216,6 +222,13 @@ def _reduce_inputs(mode):
     """The tensors a reduction pass reads (a Reduce value in): x and dy for a gradient's, x alone
     for a forward's (whether they sit in the caches: _cached)."""
     return 2 if mode == Reduce.RED_GRAD else 1
+
+
+def _adds_to(mode, h):
+    """Whether a reduction pass (a Reduce value) adds to total h: s0 (h = 0, the sum of dy or of x)
+    in every pass but the variance's, s1 (h = 1) in every pass but the mean's.  Each backend's
+    items clear, flush, fold and combine only these; the other total stays 0."""
+    return mode != (Reduce.RED_SQ if h == 0 else Reduce.RED_SUM)
 
 
 def _prefetches(outer, block, inner, itemsize, ninputs):
@@ -287,9 +300,9 @@ def render_plan_pxd() -> str:
         lines.append(f"    {ctype} {field}{comment}")
     lines += ["", ""]
     lines += _as_cython(_gcd, "Py_ssize_t") + _as_cython(_ceil_div, "Py_ssize_t")
-    lines += _as_cython(_partition, "Plan") + _as_cython(_streams, "bint")
+    lines += _as_cython(_partition, "Plan") + _as_cython(_moves, "Py_ssize_t") + _as_cython(_streams, "bint")
     lines += _as_cython(_cached, "bint") + _as_cython(_inputs, "Py_ssize_t") + _as_cython(_reduce_inputs, "Py_ssize_t")
-    lines += _as_cython(_prefetches, "bint")
+    lines += _as_cython(_adds_to, "bint") + _as_cython(_prefetches, "bint")
     signature = "Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize"
     lines += [
         f"cdef inline Plan make_plan({signature}) noexcept nogil:",

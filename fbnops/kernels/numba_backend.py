@@ -29,7 +29,7 @@ from . import _numba_channels as channels
 from . import _numba_loops as loops
 from . import outputs
 from ._numba_fp import HARDWARE_HALF
-from ._plan import STREAM_MIN_BYTES, Apply, Op, _streams, apply_mode, plan, threads_for
+from ._plan import STREAM_MIN_BYTES, Apply, Op, _moves, _streams, apply_mode, plan, threads_for
 
 # Storage dtype of each input dtype: float32 as is, 16-bit floats as their bits (Numba has
 # no float16/bfloat16 arrays).
@@ -51,12 +51,12 @@ stream_min_bytes = STREAM_MIN_BYTES
 def _streamed(p, x: np.ndarray, amode: int) -> bool:
     """Whether the apply pass writes its output non-temporally: _plan._streams, as the C kernels
     decide (float16 only where Numba converts with F16C, the x86-64-v3 build's instructions).
-    Inputs too small to stream in any pass return at once (the whole rule cost 1.3 us a call)."""
-    if 3 * x.nbytes < stream_min_bytes:  # (a pass moves at most three tensors of x's size)
+    Passes that move too little to stream return at once (the whole rule cost 1.3 us a call)."""
+    full = amode == Apply.APPLY_FULL
+    if _moves(x.size, x.dtype.itemsize, full) < stream_min_bytes:
         return False
     if x.dtype == dtypes.float16 and not HARDWARE_HALF:
         return False
-    full = amode == Apply.APPLY_FULL
     return _streams(p.channels_last, p.block, x.size, x.dtype.itemsize, full, stream_min_bytes)
 
 

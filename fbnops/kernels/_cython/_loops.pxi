@@ -160,9 +160,9 @@ cdef inline void apply_run_streamed(Apply mode, const storage_t* a, const storag
 
 
 cdef inline void used_lanes(Reduce mode, Py_ssize_t W, Py_ssize_t* lo, Py_ssize_t* hi) noexcept nogil:
-    """The lanes [lo, hi) of acc[0:2W] a pass adds to: s0's (RED_SUM), s1's (RED_SQ) or both."""
-    lo[0] = W if mode == RED_SQ else 0
-    hi[0] = W if mode == RED_SUM else 2 * W
+    """The lanes [lo, hi) of acc[0:2W] a pass adds to (_plan._adds_to): s0's, s1's or both."""
+    lo[0] = 0 if _adds_to(mode, 0) else W
+    hi[0] = 2 * W if _adds_to(mode, 1) else W
 
 
 cdef struct LaneBlock:
@@ -299,8 +299,8 @@ cdef inline void fold_channels(const Plan* P, Reduce mode, Py_ssize_t nch, const
     """Each channel's lanes [c * run, (c + 1) * run) of s0 and s1 folded into its totals."""
     cdef Py_ssize_t c, R = P.run, W = P.width
     for c in range(nch):  # (a total the pass does not add to stays 0)
-        sums[c] = fold_lanes(lanes + c * R, R) if mode != RED_SQ else 0
-        sums[P.block + c] = fold_lanes(lanes + W + c * R, R) if mode != RED_SUM else 0
+        sums[c] = fold_lanes(lanes + c * R, R) if _adds_to(mode, 0) else 0
+        sums[P.block + c] = fold_lanes(lanes + W + c * R, R) if _adds_to(mode, 1) else 0
 
 
 cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const storage_t* a,

@@ -85,10 +85,16 @@ cdef inline Plan _partition(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py
     return Plan(False, outer, C, inner, width, 1, 0, nblocks * per_channel, block, run, per_channel, runs)
 
 
+cdef inline Py_ssize_t _moves(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t full) noexcept nogil:
+    """The bytes an apply pass moves: x, dy too if `full` (the training gradient's), and the
+    output, `elems` values each."""
+    return elems * itemsize * (3 if full else 2)
+
+
 cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t full, Py_ssize_t threshold) noexcept nogil:
-    """Whether an apply pass writes its output with non-temporal stores: when what it moves (x,
-    dy too if `full`, and the output: `elems` each) is `threshold` bytes or more, past what the
-    caches hold, so the output's lines would be read from memory only to be overwritten
+    """Whether an apply pass writes its output with non-temporal stores: when what it moves
+    (_moves) is `threshold` bytes or more, past what the caches hold, so the output's lines
+    would be read from memory only to be overwritten
     (measured between PyTorch's calls, as the benchmark times them: 0.53-0.94x of the old rule's
     time, the output alone at the threshold, for the 16-bit (32,28,28,128) forwards, 0.63-0.91x
     for (32,14,14,256) float32 channels-last; the same bits: see docs/performance.md).
@@ -98,7 +104,7 @@ cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t
     stores save (paired runs: 1.08x slower in float32, up to 1.6x in float16)."""
     if not channels_last and block > 1:
         return False
-    return elems * itemsize * (3 if full else 2) >= threshold
+    return _moves(elems, itemsize, full) >= threshold
 
 
 cdef inline bint _cached(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t ninputs, Py_ssize_t threshold) noexcept nogil:
@@ -120,6 +126,13 @@ cdef inline Py_ssize_t _reduce_inputs(Py_ssize_t mode) noexcept nogil:
     """The tensors a reduction pass reads (a Reduce value in): x and dy for a gradient's, x alone
     for a forward's (whether they sit in the caches: _cached)."""
     return 2 if mode == Reduce.RED_GRAD else 1
+
+
+cdef inline bint _adds_to(Py_ssize_t mode, Py_ssize_t h) noexcept nogil:
+    """Whether a reduction pass (a Reduce value) adds to total h: s0 (h = 0, the sum of dy or of x)
+    in every pass but the variance's, s1 (h = 1) in every pass but the mean's.  Each backend's
+    items clear, flush, fold and combine only these; the other total stays 0."""
+    return mode != (Reduce.RED_SQ if h == 0 else Reduce.RED_SUM)
 
 
 cdef inline bint _prefetches(Py_ssize_t outer, Py_ssize_t block, Py_ssize_t inner, Py_ssize_t itemsize, Py_ssize_t ninputs) noexcept nogil:
