@@ -70,13 +70,13 @@ def test_a_write_waits_for_a_reader_and_a_read_for_a_writer(cache_module, tmp_pa
 
 
 def test_every_cached_kernel_writes_through_the_lock(cache_module):
-    """Each dispatcher cached_njit makes (the loops' twins and the channel math) has the locked file."""
+    """Each dispatcher cached_njit makes (the loops' and stages' twins, the channel math) has the locked file."""
     import numba.core.dispatcher
 
-    from fbnops.kernels import _numba_channels, _numba_loops
+    from fbnops.kernels import _numba_channels, _numba_loops, _numba_stages
 
     found = []
-    for module in (_numba_loops, _numba_channels):
+    for module in (_numba_loops, _numba_channels, _numba_stages):
         for value in vars(module).values():
             for d in value if isinstance(value, tuple) else (value,):
                 if isinstance(d, numba.core.dispatcher.Dispatcher) and d._cache is not None:
@@ -95,6 +95,7 @@ def test_warm_up_reaches_the_parallel_twins_on_a_busy_machine(monkeypatch):
 
     from fbnops.framework import threads
     from fbnops.kernels import _numba_loops as loops
+    from fbnops.kernels import _numba_stages as stage_drivers
     from fbnops.kernels import numba_backend as nb
 
     if numba.config.NUMBA_NUM_THREADS < 2:
@@ -109,6 +110,6 @@ def test_warm_up_reaches_the_parallel_twins_on_a_busy_machine(monkeypatch):
     monkeypatch.setattr(nb, "_launch", lambda twins, n, *args: launched.append((twins, n)) or launch(twins, n, *args))
     nb.warm_up_part("float32")
     parallel = {id(twins) for twins, n in launched if n > 1}
-    for region in (loops.drive, loops.samples_region, loops.reduce_region, loops.apply_region):
+    for region in (loops.drive, stage_drivers.reduce_samples, stage_drivers.reduce_totals, stage_drivers.apply):
         assert id(region) in parallel
     assert threads.kernel_threads() == 1  # the adaptive default is back after the warm-up

@@ -379,7 +379,8 @@ def _drive(a, b, out, plan_fields, nchunks, op, eps, n, scale, offset, variance,
 
 def _over(fn, k: int, suffix: str):
     """fn compiled with the regions' serial (k=0) or parallel (k=1) dispatchers as its globals."""
-    names = {"reduce_region": reduce_region, "apply_region": apply_region, "fused_region": fused_region}
+    names = {"reduce_region": reduce_region, "apply_region": apply_region, "fused_region": fused_region,
+             "samples_region": samples_region}  # fmt: skip
     scope = dict(fn.__globals__, **{name: twins[k] for name, twins in names.items()})
     twin = FunctionType(fn.__code__, scope, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
     twin.__qualname__ = fn.__qualname__ + suffix

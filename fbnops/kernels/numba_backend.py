@@ -6,8 +6,8 @@ float64 partials, per-channel coefficients, one apply pass
 ``out = A*((b + K) + B*(a - m))``, and the work plan of ``_plan.py`` (which depends
 on the shape only, combined in a fixed order), so that results are identical for
 any thread count and equal to Cython's, byte for byte.  The loops and regions live
-in ``_numba_loops.py``, the per-channel math in ``_numba_channels.py``; this module plans,
-drives and registers.
+in ``_numba_loops.py``, the per-channel math in ``_numba_channels.py``, the stages' drivers in
+``_numba_stages.py``; this module plans, drives and registers.
 
 Importing it changes no global state: Numba's thread count is set around each
 parallel call and restored afterwards.
@@ -27,6 +27,7 @@ from ..framework.registry import register_kernel, register_stage
 from ..framework.threads import configured_count, note_parallel
 from . import _numba_channels as channels
 from . import _numba_loops as loops
+from . import _numba_stages as stage_drivers
 from . import outputs
 from ._numba_fp import HARDWARE_HALF
 from ._plan import STREAM_MIN_BYTES, Apply, Op, _moves, _streams, apply_mode, plan, threads_for
@@ -129,10 +130,6 @@ def _zeros(C: int) -> np.ndarray:
     return np.zeros(C, np.float32)
 
 
-def _partials(p, center):
-    return np.empty((p.nitems, 2, p.width if p.channels_last else p.block)), channels.center_tile(p, center)
-
-
 def _vector(v) -> np.ndarray:
     """A per-channel input as the kernels take it: read-only (see _storage), an empty array if absent."""
     return _frozen(v) if v is not None else _ABSENT
@@ -182,17 +179,15 @@ def reduce_totals(mode, x, dy, center, rows_per_sample):
     a, b = _inputs(x, dy)
     center = _frozen(center if center is not None else _zeros(C))
     p = plan(rows_per_sample or outer, C, inner, x.dtype.itemsize)
-    part, m_tile = _partials(p, center)
     if not rows_per_sample:
         n = _chunks(p.nitems, x.size)
-        _launch(loops.reduce_region, n, a, b, int(mode), p, n, m_tile, center, part)
         s = np.empty((2, C))
-        channels._combine(p, int(mode), part, s)
+        _launch(stage_drivers.reduce_totals, n, a, b, int(mode), tuple(p), n, center, s)
         return s
     nsamples = outer // rows_per_sample
     out = np.empty((nsamples, 2, C))
     n = _chunks(nsamples, x.size)
-    _launch(loops.samples_region, n, a, b, int(mode), p, nsamples, n, m_tile, center, out)
+    _launch(stage_drivers.reduce_samples, n, a, b, int(mode), tuple(p), nsamples, n, center, out)
     return out
 
 
@@ -210,11 +205,9 @@ def apply(amode, x, dy, A, B, K, center):
     A, B, K, center = (_frozen(v) for v in (A, B, K, center))
     out_arr = outputs.empty_like(x)
     p = plan(outer, C, inner, x.dtype.itemsize)
-    tiles, pairs = loops.apply_tiles(a, p, A, B, K, center)
     n = _chunks(p.nitems, x.size)
     stream = _streamed(p, x, amode)
-    args = (a, b, _storage(out_arr), int(amode), p, n, tiles, pairs, A, B, K, center, stream)
-    _launch(loops.apply_region, n, *args)
+    _launch(stage_drivers.apply, n, a, b, _storage(out_arr), int(amode), tuple(p), n, A, B, K, center, stream)
     return out_arr
 
 
