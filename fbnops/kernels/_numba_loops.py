@@ -218,6 +218,14 @@ def _chunk(t, n, nchunks):
 
 
 @njit(inline="always")
+def _item(k, i0, i1, backward):
+    """The k-th item of the chunk [i0, i1), last first in a `backward` pass: the passes of a call
+    alternate, so each starts on the items the previous one touched last, still in the thread's
+    caches (the C kernels' for_items)."""
+    return i0 + i1 - 1 - k if backward else k
+
+
+@njit(inline="always")
 def _pair_scratch(a, W):
     """Room for the pair tiles of W lanes if a is bfloat16 (see _pair_tiles_from), else a stub."""
     return np.empty((2, 8, W // 2 + 1 if pairs_of(a) else 1), np.float32)
@@ -249,12 +257,14 @@ def _lane_scratch(W):
 
 
 @_region
-def reduce_region(a, b, mode, p, nchunks, m_tile, center, part):
-    """Item partials of one pass: part[item] (channels-last [2][width], channels-first [2][block])."""
+def reduce_region(a, b, mode, p, nchunks, m_tile, center, part, backward):
+    """Item partials of one pass: part[item] (channels-last [2][width], channels-first [2][block]);
+    `backward`: each chunk's items last first (see _item)."""
     for t in prange(nchunks):
         m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
         i0, i1 = _chunk(t, p.nitems, nchunks)
-        for item in range(i0, i1):
+        for k in range(i0, i1):
+            item = _item(k, i0, i1, backward)
             if p.channels_last:
                 _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part[item])
             else:
@@ -282,13 +292,14 @@ def samples_region(a, b, mode, p, nsamples, nchunks, m_tile, center, out):
 
 
 @_region
-def apply_region(a, b, out, amode, p, nchunks, tiles, pairs, A, B, K, center, stream):
+def apply_region(a, b, out, amode, p, nchunks, tiles, pairs, A, B, K, center, stream, backward):
     """The apply pass; channels-last rows use the call's tiles and pairs (see apply_tiles);
-    stream: the output is written non-temporally (_plan._streams)."""
+    stream: the output is written non-temporally (_plan._streams); backward: as reduce_region."""
     for t in prange(nchunks):
         plane_tiles, plane_pairs = _tile_scratch(a, p.width)
         i0, i1 = _chunk(t, p.nitems, nchunks)
-        for item in range(i0, i1):
+        for k in range(i0, i1):
+            item = _item(k, i0, i1, backward)
             if p.channels_last:
                 _apply_row_item(a, b, out, amode, p, item, tiles, pairs, stream)
             else:
@@ -366,14 +377,15 @@ def _drive(a, b, out, plan_fields, nchunks, op, eps, n, scale, offset, variance,
     part = np.empty((p.nitems, 2, p.width if p.channels_last else p.block))
     npasses = _npasses(op)
     for q in range(npasses):  # forward training: the mean, then squares centred on it
-        reduce_region(a, b, _reduce_mode(op, q), p, nchunks, center_tile(p, params.center), params.center, part)
+        m_tile = center_tile(p, params.center)
+        reduce_region(a, b, _reduce_mode(op, q), p, nchunks, m_tile, params.center, part, q % 2 == 1)
         _combine(p, _reduce_mode(op, q), part, s)
         finish_pass(params, q, s[0], s[1])
     if npasses == 0:
         finish_pass(params, 0, s[0], s[1])
     A, B, K, center = params.A, params.B, params.K, params.center
     tiles, pairs = apply_tiles(a, p, A, B, K, center)
-    apply_region(a, b, out, _apply_mode(op), p, nchunks, tiles, pairs, A, B, K, center, stream)
+    apply_region(a, b, out, _apply_mode(op), p, nchunks, tiles, pairs, A, B, K, center, stream, npasses % 2 == 1)
     return vecs
 
 

@@ -20,7 +20,7 @@ def _reduce_totals(a, b, mode, plan_fields, nchunks, center, s):
     """One pass's totals into s[2][C]: the items' partials, then the fixed-order combine."""
     p = Plan(*plan_fields)
     part = np.empty((p.nitems, 2, p.width if p.channels_last else p.block))
-    reduce_region(a, b, mode, p, nchunks, center_tile(p, center), center, part)
+    reduce_region(a, b, mode, p, nchunks, center_tile(p, center), center, part, False)
     _combine(p, mode, part, s)
 
 
@@ -34,7 +34,7 @@ def _apply(a, b, out, amode, plan_fields, nchunks, A, B, K, center, stream):
     """The apply pass with the given coefficients."""
     p = Plan(*plan_fields)
     tiles, pairs = apply_tiles(a, p, A, B, K, center)
-    apply_region(a, b, out, amode, p, nchunks, tiles, pairs, A, B, K, center, stream)
+    apply_region(a, b, out, amode, p, nchunks, tiles, pairs, A, B, K, center, stream, False)
 
 
 reduce_totals = (_over(_reduce_totals, 0, "_serial"), _over(_reduce_totals, 1, "_parallel"))

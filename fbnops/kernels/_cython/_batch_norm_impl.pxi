@@ -266,6 +266,7 @@ cdef struct Work:
     bint stream         # FUSED/APPLY: the output is written with non-temporal stores
     bint cached         # FUSED/REDUCE: the inputs fit in the caches (see inputs_cached)
     bint prefetch       # FUSED: each block requests the next one's planes as it applies
+    bint backward       # REDUCE/APPLY: each thread runs its items last first (see for_items)
 
 
 cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage_t* out,
@@ -288,15 +289,21 @@ cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage
 
 cdef void for_items(const Work* w, Py_ssize_t n, int nthreads, const storage_t* a, const storage_t* b,
                     storage_t* out) noexcept nogil:
-    """Run items 0..n-1: a static prange when threads pay, a plain loop otherwise (no
-    OpenMP region at all, which costs about a microsecond even with one thread)."""
-    cdef Py_ssize_t item
-    if nthreads > 1 and n > 1:
-        for item in prange(n, schedule="static", num_threads=nthreads):
-            do_item(w, a, b, out, item)
+    """Run items 0..n-1: thread t of T the range [n*t/T, n*(t+1)/T), the same in every pass of a
+    call; a plain loop when threads do not pay (no OpenMP region at all, which costs about a
+    microsecond even with one thread).  A `backward` pass runs each range last item first: the
+    passes of a call alternate, so each starts on the items the previous one touched last, which
+    are still in the thread's caches."""
+    cdef Py_ssize_t t, k, i0, i1, T = min(<Py_ssize_t> nthreads, n)
+    if T > 1:
+        for t in prange(T, schedule="static", num_threads=T):
+            i0 = n * t // T
+            i1 = n * (t + 1) // T
+            for k in range(i0, i1):
+                do_item(w, a, b, out, i0 + i1 - 1 - k if w.backward else k)
     else:
-        for item in range(n):
-            do_item(w, a, b, out, item)
+        for k in range(n):
+            do_item(w, a, b, out, n - 1 - k if w.backward else k)
 
 
 cdef inline Work make_work(const Plan* P, Params* params, const Scratch* S, Region region) noexcept nogil:
@@ -313,6 +320,7 @@ cdef inline Work make_work(const Plan* P, Params* params, const Scratch* S, Regi
     w.stream = False
     w.cached = False
     w.prefetch = False
+    w.backward = False
     return w
 
 
@@ -320,10 +328,11 @@ cdef inline Work make_work(const Plan* P, Params* params, const Scratch* S, Regi
 # fused channel blocks run all three back to back in one region.
 
 cdef void reduce_pass(const Plan* P, Params* params, Reduce mode, const Scratch* S, const storage_t* a,
-                      const storage_t* b, int nthreads) noexcept nogil:
+                      const storage_t* b, int nthreads, bint backward=False) noexcept nogil:
     """One reduction pass over every item, combined in a fixed order into S.s[0:2C]."""
     cdef Work w = make_work(P, params, S, REDUCE)
     w.mode = mode
+    w.backward = backward
     w.cached = inputs_cached(P, sizeof(storage_t), _reduce_inputs(mode))
     if P.channels_last:
         tile_channels(P, params.center, S.tiles + 3 * P.width)  # a reduction reads only the centers
@@ -341,9 +350,10 @@ cdef void finish_pass(Params* params, int pass_index, const double* s, Py_ssize_
 
 
 cdef void apply_pass(const Plan* P, Params* params, Apply amode, const Scratch* S, const storage_t* a,
-                     const storage_t* b, storage_t* out, int nthreads) noexcept nogil:
+                     const storage_t* b, storage_t* out, int nthreads, bint backward=False) noexcept nogil:
     cdef Work w = make_work(P, params, S, APPLY)
     w.amode = amode
+    w.backward = backward
     w.stream = streams(P, sizeof(storage_t), amode)
     if P.channels_last:
         tile_row_coefficients(P, params, S.tiles)
@@ -352,7 +362,8 @@ cdef void apply_pass(const Plan* P, Params* params, Apply amode, const Scratch* 
 
 cdef void run(const Plan* P, Params* params, const storage_t* a, const storage_t* b, storage_t* out,
               const Scratch* S, int nthreads) noexcept nogil:
-    """The whole op: every reduction pass with its finish, then the apply pass."""
+    """The whole op: every reduction pass with its finish, then the apply pass; the passes run
+    their items forward and backward in turn (see for_items)."""
     cdef Work w = make_work(P, params, S, FUSED)
     cdef int p
     if params.op == GRAD_TRAIN or params.op == GRAD_FROZEN:
@@ -375,11 +386,11 @@ cdef void run(const Plan* P, Params* params, const storage_t* a, const storage_t
         for_items(&w, P.nitems, nthreads, a, b, out)
         return
     for p in range(w.npasses):
-        reduce_pass(P, params, w.passes[p], S, a, b, nthreads)
+        reduce_pass(P, params, w.passes[p], S, a, b, nthreads, p % 2 == 1)
         finish_pass(params, p, S.s, P.C)
     if w.npasses == 0:
         finish_pass(params, 0, S.s, P.C)  # (totals unused: inference)
-    apply_pass(P, params, w.amode, S, a, b, out, nthreads)
+    apply_pass(P, params, w.amode, S, a, b, out, nthreads, w.npasses % 2 == 1)
 
 
 cdef void reduce_samples(const Plan* SP, Params* params, Reduce mode, Py_ssize_t nsamples, double* work_d,
