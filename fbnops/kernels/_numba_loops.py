@@ -219,9 +219,7 @@ def _chunk(t, n, nchunks):
 
 @njit(inline="always")
 def _item(k, i0, i1, backward):
-    """The k-th item of the chunk [i0, i1), last first in a `backward` pass: the passes of a call
-    alternate, so each starts on the items the previous one touched last, still in the thread's
-    caches (the C kernels' for_items)."""
+    """Item k of the chunk [i0, i1), last first in a `backward` pass (see the C for_items)."""
     return i0 + i1 - 1 - k if backward else k
 
 
@@ -391,9 +389,8 @@ def _drive(a, b, out, plan_fields, nchunks, op, eps, n, scale, offset, variance,
 
 def _over(fn, k: int, suffix: str):
     """fn compiled with the regions' serial (k=0) or parallel (k=1) dispatchers as its globals."""
-    names = {"reduce_region": reduce_region, "apply_region": apply_region, "fused_region": fused_region,
-             "samples_region": samples_region}  # fmt: skip
-    scope = dict(fn.__globals__, **{name: twins[k] for name, twins in names.items()})
+    regions = (reduce_region, apply_region, fused_region, samples_region)  # (the parallel twin has the name)
+    scope = dict(fn.__globals__, **{twins[1].py_func.__name__: twins[k] for twins in regions})
     twin = FunctionType(fn.__code__, scope, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
     twin.__qualname__ = fn.__qualname__ + suffix
     twin.__module__ = fn.__module__
