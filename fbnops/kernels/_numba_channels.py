@@ -79,6 +79,13 @@ def _channels_done(params, pass_index, c0, nch, s0, s1):
             K[c] = offset[c]
 
 
+@njit(inline="always")
+def partials(p):
+    """The items' float64 partials of one pass, which _combine adds up: [item][2][width] for row
+    items, [item][2][block] for channel blocks."""
+    return np.empty((p.nitems, 2, p.width if p.channels_last else p.block))
+
+
 @njit
 def _combine(p, mode, part, s):
     """Item partials into totals s[2][C], in the fixed order of the C combine_rows/combine_blocks:

@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._numba_cache import cached_njit
-from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, make_params, tile
+from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, make_params, partials, tile
 from ._numba_fp import borrowed, pairs_of
 from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _inputs, _pair_tiles_from, _reduce, _runs, _u
 from ._plan import (
@@ -276,7 +276,7 @@ def samples_region(a, b, mode, p, nsamples, nchunks, m_tile, center, out):
     elems = p.outer * p.C * p.inner
     for t in prange(nchunks):
         m, acc0, acc1, p0, p1 = _lane_scratch(p.width)
-        part = np.empty((p.nitems, 2, p.width if p.channels_last else p.block))
+        part = partials(p)
         k0, k1 = _chunk(t, nsamples, nchunks)
         for k in range(k0, k1):
             sa = a[k * elems : (k + 1) * elems]
@@ -372,7 +372,7 @@ def _drive(a, b, out, plan_fields, nchunks, op, eps, n, scale, offset, variance,
         fused_region(a, b, out, p, nchunks, params, stream)
         return vecs
     s = np.zeros((2, p.C))
-    part = np.empty((p.nitems, 2, p.width if p.channels_last else p.block))
+    part = partials(p)
     npasses = _npasses(op)
     for q in range(npasses):  # forward training: the mean, then squares centred on it
         m_tile = center_tile(p, params.center)

@@ -9,9 +9,7 @@ exists twice, over the serial and over the parallel regions (``_numba_loops._ove
 
 from __future__ import annotations
 
-import numpy as np
-
-from ._numba_channels import _combine, center_tile
+from ._numba_channels import _combine, center_tile, partials
 from ._numba_loops import _over, apply_region, apply_tiles, reduce_region, samples_region
 from ._plan import Plan
 
@@ -19,7 +17,7 @@ from ._plan import Plan
 def _reduce_totals(a, b, mode, plan_fields, nchunks, center, s):
     """One pass's totals into s[2][C]: the items' partials, then the fixed-order combine."""
     p = Plan(*plan_fields)
-    part = np.empty((p.nitems, 2, p.width if p.channels_last else p.block))
+    part = partials(p)
     reduce_region(a, b, mode, p, nchunks, center_tile(p, center), center, part, False)
     _combine(p, mode, part, s)
 
