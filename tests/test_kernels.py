@@ -180,6 +180,27 @@ class TestConversions:
         for path, text in _plan.generated_files().items():
             assert path.read_text() == text, f"{path.name} {stale}"
 
+    def test_c_rendering_of_a_rule_answers_as_the_python_rule(self, tmp_path):
+        """_contract.h's fb_adds_to, compiled, gives _adds_to's answer for every mode and total; a rule
+        outside the renderer's subset is refused, not rendered wrongly."""
+        import shutil
+        import subprocess
+
+        from fbnops.kernels import _plan
+
+        with pytest.raises(ValueError, match="no C rendering"):
+            _plan._as_c(_plan._moves, "int")  # (arithmetic is outside the subset)
+        if shutil.which("gcc") is None:
+            pytest.skip("no gcc to compile _contract.h")
+        modes, totals = [m.value for m in _plan.Reduce], (0, 1)
+        main = tmp_path / "rule.c"
+        calls = " ".join(f'printf("%d ", fb_adds_to({m}, {h}));' for m in modes for h in totals)
+        main.write_text(f'#include <stdio.h>\n#include "_contract.h"\nint main(void) {{ {calls} return 0; }}\n')
+        subprocess.run(["gcc", f"-I{_plan.CYTHON_DIR}", str(main), "-o", str(tmp_path / "rule")], check=True)
+        answers = subprocess.run([str(tmp_path / "rule")], check=True, capture_output=True, text=True).stdout.split()
+        assert answers == [str(int(_plan._adds_to(m, h))) for m in modes for h in totals]
+        assert answers.count("1") == 4  # (the gradient's pass adds to both totals, the forward's to one each)
+
     def test_each_kernel_constant_is_defined_in_one_place(self):
         """The tunables and the mode enums are assigned in _plan.py and nowhere else by hand (the generated
         _plan.pxd/_contract.h/_dispatch.pxi are checked in step above)."""

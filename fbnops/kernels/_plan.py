@@ -24,6 +24,7 @@ are bitwise identical for any number of threads.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import sys
 from enum import IntEnum
@@ -227,7 +228,8 @@ def _reduce_inputs(mode):
 def _adds_to(mode, h):
     """Whether a reduction pass (a Reduce value) adds to total h: s0 (h = 0, the sum of dy or of x)
     in every pass but the variance's, s1 (h = 1) in every pass but the mean's.  Each backend's
-    items clear, flush, fold and combine only these; the other total stays 0."""
+    items clear, flush, fold and combine only these; the other total stays 0.  (The Cython
+    kernels compile this source; the C row functions get it as fb_adds_to, from _as_c.)"""
     return mode != (Reduce.RED_SQ if h == 0 else Reduce.RED_SUM)
 
 
@@ -286,6 +288,28 @@ def _as_cython(fn, returns: str) -> list[str]:
     return head + body + ["", ""]
 
 
+def _as_c(fn, returns: str) -> str:
+    """fn, a single ``return`` of comparisons and conditional expressions over its arguments and
+    the contract's enum members, as a ``static inline`` C function ``fb<name>`` over ints (a member
+    ``Reduce.RED_SQ`` is ``FB_RED_SQ``): the rule in the C row functions' own words."""
+    (ret,) = [node for node in ast.parse(inspect.getsource(fn)).body[0].body if isinstance(node, ast.Return)]
+    ops = {ast.Eq: "==", ast.NotEq: "!="}
+
+    def c(node) -> str:
+        if isinstance(node, ast.IfExp):
+            return f"({c(node.test)} ? {c(node.body)} : {c(node.orelse)})"
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in ops:
+            return f"{c(node.left)} {ops[type(node.ops[0])]} {c(node.comparators[0])}"
+        if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) in {e.__name__ for e in CONTRACT_ENUMS}:
+            return f"FB_{node.attr}"
+        if isinstance(node, (ast.Name, ast.Constant)):
+            return ast.unparse(node)
+        raise ValueError(f"{fn.__name__}: no C rendering of {ast.unparse(node)!r}")
+
+    args = ", ".join(f"int {a}" for a in fn.__code__.co_varnames[: fn.__code__.co_argcount])
+    return f"static inline {returns} fb{fn.__name__}({args}) {{ return {c(ret.value)}; }}"
+
+
 def render_plan_pxd() -> str:
     """``_cython/_plan.pxd``: the tunables, the enums, the Plan struct and make_plan."""
     lines = [f"# {_GENERATED}", "", "cdef enum:"]
@@ -312,11 +336,13 @@ def render_plan_pxd() -> str:
 
 
 def render_contract_h() -> str:
-    """``_cython/_contract.h``: MAX_W and the Reduce and Apply enums, for the C row functions of ``_fp.h``."""
+    """``_cython/_contract.h``: MAX_W, the Reduce and Apply enums and _adds_to, for the C row
+    functions of ``_fp.h``."""
     lines = [f"/* {_GENERATED} */", "#ifndef FBNOPS_CONTRACT_H", "#define FBNOPS_CONTRACT_H", ""]
     lines += [f"#define FB_MAX_W {MAX_W} /* the widest row: the size of the items' stack buffers */", ""]
     for enum in (Reduce, Apply):
         lines += [f"#define FB_{member.name} {member.value}" for member in enum]
+    lines += ["", "/* Whether a reduction pass adds to total h (_adds_to). */", _as_c(_adds_to, "int")]
     return "\n".join(lines + ["", "#endif"]) + "\n"
 
 

@@ -11,4 +11,7 @@
 #define FB_APPLY_B 1
 #define FB_APPLY_A 2
 
+/* Whether a reduction pass adds to total h (_adds_to). */
+static inline int fb_adds_to(int mode, int h) { return mode != (h == 0 ? FB_RED_SQ : FB_RED_SUM); }
+
 #endif

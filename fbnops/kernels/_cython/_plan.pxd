@@ -131,7 +131,8 @@ cdef inline Py_ssize_t _reduce_inputs(Py_ssize_t mode) noexcept nogil:
 cdef inline bint _adds_to(Py_ssize_t mode, Py_ssize_t h) noexcept nogil:
     """Whether a reduction pass (a Reduce value) adds to total h: s0 (h = 0, the sum of dy or of x)
     in every pass but the variance's, s1 (h = 1) in every pass but the mean's.  Each backend's
-    items clear, flush, fold and combine only these; the other total stays 0."""
+    items clear, flush, fold and combine only these; the other total stays 0.  (The Cython
+    kernels compile this source; the C row functions get it as fb_adds_to, from _as_c.)"""
     return mode != (Reduce.RED_SQ if h == 0 else Reduce.RED_SUM)
 
 

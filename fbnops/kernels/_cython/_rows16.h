@@ -144,8 +144,8 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
         __m256 u[NV], v[NV];                                                                        \
         ptrdiff_t r = 0;                                                                            \
         for (int k = 0; k < NV; k++) { /* (only the totals the mode adds to) */                     \
-            if (mode != FB_RED_SQ) u[k] = _mm256_loadu_ps(s0 + 8 * k);                              \
-            if (mode != FB_RED_SUM) v[k] = _mm256_loadu_ps(s1 + 8 * k);                             \
+            if (fb_adds_to(mode, 0)) u[k] = _mm256_loadu_ps(s0 + 8 * k);                            \
+            if (fb_adds_to(mode, 1)) v[k] = _mm256_loadu_ps(s1 + 8 * k);                            \
         }                                                                                           \
         if (mode != FB_RED_SUM && q == 1)                                                           \
             for (; r + 2 <= nrows; r += 2) {                                                        \
@@ -165,8 +165,8 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
                     FB_STRIP_STEP(LOAD8, x + 8 * k, g + 8 * k, _mm256_loadu_ps(m + 8 * k), k)       \
             }                                                                                       \
         for (int k = 0; k < NV; k++) {                                                              \
-            if (mode != FB_RED_SQ) _mm256_storeu_ps(s0 + 8 * k, u[k]);                              \
-            if (mode != FB_RED_SUM) _mm256_storeu_ps(s1 + 8 * k, v[k]);                             \
+            if (fb_adds_to(mode, 0)) _mm256_storeu_ps(s0 + 8 * k, u[k]);                            \
+            if (fb_adds_to(mode, 1)) _mm256_storeu_ps(s1 + 8 * k, v[k]);                            \
         }                                                                                           \
     }
 /* The last t < 8 lanes of [.., j1), j1 >= 8: the one-vector strip of lanes j1 - 8 to j1 on a copy
@@ -177,11 +177,11 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
 #define FB_STRIP_LAST(NAME, j1, t)                                                                  \
     {                                                                                               \
         float u8[8] = {0}, v8[8] = {0}; /* (a mode reads only its own) */                             \
-        if (mode != FB_RED_SQ) memcpy(u8, s0 + (j1) - 8, sizeof u8);                                \
-        if (mode != FB_RED_SUM) memcpy(v8, s1 + (j1) - 8, sizeof v8);                               \
+        if (fb_adds_to(mode, 0)) memcpy(u8, s0 + (j1) - 8, sizeof u8);                              \
+        if (fb_adds_to(mode, 1)) memcpy(v8, s1 + (j1) - 8, sizeof v8);                              \
         fb_strip_##NAME##_1(mode, a + (j1) - 8, b + (j1) - 8, nrows, stride, q, W, m + (j1) - 8, u8, v8); \
-        if (mode != FB_RED_SQ) memcpy(s0 + (j1) - (t), u8 + 8 - (t), (size_t)(t) * sizeof(float));  \
-        if (mode != FB_RED_SUM) memcpy(s1 + (j1) - (t), v8 + 8 - (t), (size_t)(t) * sizeof(float)); \
+        if (fb_adds_to(mode, 0)) memcpy(s0 + (j1) - (t), u8 + 8 - (t), (size_t)(t) * sizeof(float)); \
+        if (fb_adds_to(mode, 1)) memcpy(s1 + (j1) - (t), v8 + 8 - (t), (size_t)(t) * sizeof(float)); \
     }
 /* Lanes [j0, j1), each taking q pieces a row: strips of 8 vectors (4 with two totals a lane),
  * then single vectors, then the last lanes (FB_STRIP_LAST, or one at a time with fb_reduce1, the
