@@ -49,32 +49,21 @@ cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b
         b += W
 
 
-cdef inline void reduce_group(Reduce mode, const storage_t* a, const storage_t* b, Py_ssize_t stride,
-                              Py_ssize_t L, const float* m, float* s0, float* s1) noexcept nogil:
-    """Rows of L lanes, `stride` apart (four for the gradient, eight for a forward pass), added in
-    row order with one load and store of each lane total: the same adds as that many reduce_rows
-    rows, so the same bits (the Numba backend's _reduce_rows).  Written out: GCC vectorized the
-    gradient's loops neither with an inner loop over the rows, nor with both totals in one loop,
-    nor with eight rows (1.3-1.6x slower than row by row)."""
+cdef inline void reduce_group(Reduce mode, const storage_t* a, Py_ssize_t stride, Py_ssize_t L,
+                              const float* m, float* s0, float* s1) noexcept nogil:
+    """Eight rows of a forward pass (RED_SUM, RED_SQ), L lanes each, `stride` apart, added in row
+    order with one load and store of each lane total: the same adds as eight reduce_rows rows, so
+    the same bits (the Numba backend's _reduce_rows).  Not for the gradient's pass: its group of
+    four, with both totals, was no faster than row by row (0.95-1.05 of the time, two builds side
+    by side); GCC vectorized it only as one loop per total."""
     cdef Py_ssize_t j, s2 = 2 * stride, s3 = 3 * stride
-    cdef const storage_t* a4  # (rows 4-7 of a forward pass's group)
+    cdef const storage_t* a4 = a + 4 * stride  # (rows 4-7)
     cdef float t, mj, d0, d1, d2, d3
-    if mode == RED_GRAD:
-        for j in range(L):
-            s0[j] = (((s0[j] + load(b, j)) + load(b, j + stride)) + load(b, j + s2)) + load(b, j + s3)
-        for j in range(L):
-            mj = m[j]
-            t = s1[j] + (load(a, j) - mj) * load(b, j)
-            t = t + (load(a, j + stride) - mj) * load(b, j + stride)
-            t = t + (load(a, j + s2) - mj) * load(b, j + s2)
-            s1[j] = t + (load(a, j + s3) - mj) * load(b, j + s3)
-    elif mode == RED_SUM:
-        a4 = a + 4 * stride
+    if mode == RED_SUM:
         for j in range(L):
             t = (((s0[j] + load(a, j)) + load(a, j + stride)) + load(a, j + s2)) + load(a, j + s3)
             s0[j] = (((t + load(a4, j)) + load(a4, j + stride)) + load(a4, j + s2)) + load(a4, j + s3)
     else:
-        a4 = a + 4 * stride
         for j in range(L):
             mj = m[j]
             d0, d1, d2, d3 = load(a, j) - mj, load(a, j + stride) - mj, load(a, j + s2) - mj, load(a, j + s3) - mj
@@ -88,9 +77,9 @@ cdef inline void reduce_strided(Reduce mode, const storage_t* a, const storage_t
                                 float* s1) noexcept nogil:
     """nrows rows `stride` elements apart, each `span` elements folded onto W lanes (lane j
     takes elements j, j + W, ... below span), row after row.  16-bit rows on x86-64-v3 keep the
-    lane totals in registers across all the rows; other rows of one piece each go a group at a
-    time (reduce_group), the rest one piece at a time (reduce_rows)."""
-    cdef Py_ssize_t r = 0, pos, group = 4 if mode == RED_GRAD else 8
+    lane totals in registers across all the rows; a forward pass's other rows of one piece each
+    go eight at a time (reduce_group), the rest one piece at a time (reduce_rows)."""
+    cdef Py_ssize_t r = 0, pos
     if storage_t is fb_half:
         if FB_HALF_ROWS:
             fb_reduce_half_rows(mode, a, b, nrows, stride, span, W, m, s0, s1)
@@ -99,10 +88,10 @@ cdef inline void reduce_strided(Reduce mode, const storage_t* a, const storage_t
         if FB_BF16_ROWS:
             fb_reduce_bf16_rows(mode, a, b, nrows, stride, span, W, m, s0, s1)
             return
-    if span <= W:  # one row per span: a group of rows at a time (reduce_group)
-        while r + group <= nrows:
-            reduce_group(mode, a + r * stride, b + r * stride, stride, span, m, s0, s1)
-            r += group
+    if span <= W and mode != RED_GRAD:  # one row per span: eight rows at a time (reduce_group)
+        while r + 8 <= nrows:
+            reduce_group(mode, a + r * stride, stride, span, m, s0, s1)
+            r += 8
     if stride == W and span == W:  # (contiguous rows: one call)
         reduce_rows(mode, a + r * W, b + r * W, nrows - r, W, m, s0, s1)
         return
