@@ -190,6 +190,11 @@ class TestConversions:
 
         with pytest.raises(ValueError, match="no C rendering"):
             _plan._as_c(_plan._moves, "int")  # (arithmetic is outside the subset)
+
+        def nested(a, b):
+            return a != (b == 0)  # (C's == binds tighter than !=: each comparison is bracketed)
+
+        assert _plan._as_c(nested, "int") == "static inline int fbnested(int a, int b) { return (a != (b == 0)); }"
         if shutil.which("gcc") is None:
             pytest.skip("no gcc to compile _contract.h")
         modes, totals = [m.value for m in _plan.Reduce], (0, 1)

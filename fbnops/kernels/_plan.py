@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import inspect
 import sys
+import textwrap
 from enum import IntEnum
 from functools import lru_cache
 from pathlib import Path
@@ -292,14 +293,15 @@ def _as_c(fn, returns: str) -> str:
     """fn, a single ``return`` of comparisons and conditional expressions over its arguments and
     the contract's enum members, as a ``static inline`` C function ``fb<name>`` over ints (a member
     ``Reduce.RED_SQ`` is ``FB_RED_SQ``): the rule in the C row functions' own words."""
-    (ret,) = [node for node in ast.parse(inspect.getsource(fn)).body[0].body if isinstance(node, ast.Return)]
+    body = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0].body
+    (ret,) = [node for node in body if isinstance(node, ast.Return)]
     ops = {ast.Eq: "==", ast.NotEq: "!="}
 
     def c(node) -> str:
         if isinstance(node, ast.IfExp):
             return f"({c(node.test)} ? {c(node.body)} : {c(node.orelse)})"
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in ops:
-            return f"{c(node.left)} {ops[type(node.ops[0])]} {c(node.comparators[0])}"
+            return f"({c(node.left)} {ops[type(node.ops[0])]} {c(node.comparators[0])})"
         if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) in {e.__name__ for e in CONTRACT_ENUMS}:
             return f"FB_{node.attr}"
         if isinstance(node, (ast.Name, ast.Constant)):

@@ -12,6 +12,6 @@
 #define FB_APPLY_A 2
 
 /* Whether a reduction pass adds to total h (_adds_to). */
-static inline int fb_adds_to(int mode, int h) { return mode != (h == 0 ? FB_RED_SQ : FB_RED_SUM); }
+static inline int fb_adds_to(int mode, int h) { return (mode != ((h == 0) ? FB_RED_SQ : FB_RED_SUM)); }
 
 #endif
