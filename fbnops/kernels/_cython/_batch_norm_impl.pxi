@@ -287,6 +287,14 @@ cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage
         apply_plane_item(P, w.params, w.amode, item, a, b, out, w.stream, False)
 
 
+cdef inline void items_in(const Work* w, Py_ssize_t i0, Py_ssize_t i1, const storage_t* a, const storage_t* b,
+                          storage_t* out) noexcept nogil:
+    """Items [i0, i1) in order, or last first in a `backward` pass (see for_items)."""
+    cdef Py_ssize_t k
+    for k in range(i0, i1):
+        do_item(w, a, b, out, i0 + i1 - 1 - k if w.backward else k)
+
+
 cdef void for_items(const Work* w, Py_ssize_t n, int nthreads, const storage_t* a, const storage_t* b,
                     storage_t* out) noexcept nogil:
     """Run items 0..n-1: thread t of T the range [n*t/T, n*(t+1)/T), the same in every pass of a
@@ -294,16 +302,12 @@ cdef void for_items(const Work* w, Py_ssize_t n, int nthreads, const storage_t* 
     microsecond even with one thread).  A `backward` pass runs each range last item first: the
     passes of a call alternate, so each starts on the items the previous one touched last, which
     are still in the thread's caches."""
-    cdef Py_ssize_t t, k, i0, i1, T = min(<Py_ssize_t> nthreads, n)
+    cdef Py_ssize_t t, T = min(<Py_ssize_t> nthreads, n)
     if T > 1:
         for t in prange(T, schedule="static", num_threads=T):
-            i0 = n * t // T
-            i1 = n * (t + 1) // T
-            for k in range(i0, i1):
-                do_item(w, a, b, out, i0 + i1 - 1 - k if w.backward else k)
+            items_in(w, n * t // T, n * (t + 1) // T, a, b, out)
     else:
-        for k in range(n):
-            do_item(w, a, b, out, n - 1 - k if w.backward else k)
+        items_in(w, 0, n, a, b, out)
 
 
 cdef inline Work make_work(const Plan* P, Params* params, const Scratch* S, Region region) noexcept nogil:
