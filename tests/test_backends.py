@@ -117,7 +117,7 @@ def test_numba_is_a_bitwise_twin_of_cython():
 
 def test_numba_streamed_outputs_are_bitwise_cythons(monkeypatch):
     """With every output streamed (both thresholds at 0: non-temporal stores, 8 values at a time
-    from Numba's vector intrinsic; through L1 buffers in C), the two backends still agree byte
+    from Numba's vector intrinsic, 16 at a time from the C kernels' registers), the two backends still agree byte
     for byte over the bits-lock grid, and Numba's bytes are those of its ordinary stores."""
     extras.require_backend("cython")
     extras.require_backend("numba")

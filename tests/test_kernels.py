@@ -287,7 +287,8 @@ def test_kernel_bits_are_locked(backend):
 
 @pytest.mark.parametrize("simd", ["baseline", "avx2"])
 def test_non_temporal_stores_change_no_bit(simd, monkeypatch):
-    """Outputs past the caches are written through L1 buffers with streaming stores; forcing that
+    """Outputs past the caches are written with streaming stores (from the registers in the
+    x86-64-v3 build, each row from its first 32-byte boundary; through L1 buffers in the baseline); forcing that
     path on the whole bits-lock grid (small, unaligned shapes included) changes no output byte.
     (The threshold also marks the inputs that fit in the caches: at 0 no reduction uses strips,
     so this also checks that strips and the one-row loop give the same bits.)"""

@@ -1,9 +1,9 @@
 """Streamed output and prefetches for the Numba kernels (the twin of ``_cython/_stream.h``).
 
 An output past the caches is written with non-temporal stores, which skip reading each line
-before overwriting it (``_plan._streams`` decides when, for both backends).  The C kernels
-compute a row into an L1 buffer and copy it out streamed; here each group of 8 values is
-computed in vector registers and stored straight from them (:func:`streamed_row`): loaded,
+before overwriting it (``_plan._streams`` decides when, for both backends).  As in the C
+kernels' x86-64-v3 build, each group of values is computed in vector registers and stored
+straight from them (:func:`streamed_row`, 8 values at a time): loaded,
 widened, the mode's formula with an explicit FMA, narrowed and stored, all in one intrinsic.
 The operations are those of the C kernels' 8-lane code (``fb_apply8`` and the F16C / integer
 narrowing), so the bits are the same.  A Numba loop that filled a buffer, then copied it with

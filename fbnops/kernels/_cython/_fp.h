@@ -109,15 +109,15 @@ static inline fb_half fb_f32_to_half(float f) {
  * tiles): loads and stores as they are. */
 static inline __m256 fb_load_f32x8(const float* p) { return _mm256_loadu_ps(p); }
 static inline void fb_store_f32x8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
-static inline void fb_store_f32x16(float* p, __m256 v0, __m256 v1) {
-    _mm256_storeu_ps(p, v0);
-    _mm256_storeu_ps(p + 8, v1);
-}
 static inline float fb_f32_same(float v) { return v; }
 static inline __m256 fb_load_half8(const fb_half* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
 static inline void fb_store_half8(fb_half* p, __m256 v) {
     _mm_storeu_si128((__m128i*)p, _mm256_cvtps_ph(v, _MM_FROUND_CUR_DIRECTION));
 }
+/* One 32-byte vector of finished output: an ordinary store, or non-temporal (p 32-byte aligned;
+ * see _stream.h).  The 16-value stores below are written over these two. */
+static inline void fb_put32(void* p, __m256i v) { _mm256_storeu_si256((__m256i*)p, v); }
+static inline void fb_put32_nt(void* p, __m256i v) { _mm256_stream_si256((__m256i*)p, v); }
 
 static inline __m256 fb_load_bf16x8(const fb_bf16* p) {
     __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)p));
@@ -159,21 +159,29 @@ static inline void fb_store_bf16x8(fb_bf16* p, __m256 v) {
     _mm_storeu_si128((__m128i*)p, _mm256_castsi256_si128(packed));
 }
 
-/* 16 lanes narrowed into one 32-byte store: one pack and one permute for two vectors (the
- * 8-lane forms above spend a pack, a permute and a store on each). */
-static inline void fb_store_bf16x16(fb_bf16* p, __m256 v0, __m256 v1) {
-    __m256i lo, hi;
-    fb_bf16_round16(v0, v1, &lo, &hi);
-    lo = _mm256_srli_epi32(lo, 16);
-    hi = _mm256_srli_epi32(hi, 16);
-    _mm256_storeu_si256((__m256i*)p, _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8));
-}
-
-static inline void fb_store_half16(fb_half* p, __m256 v0, __m256 v1) {
-    /* (register-form vcvtps2ph joined into one store: the memory form is slower on AMD) */
-    __m128i lo = _mm256_cvtps_ph(v0, _MM_FROUND_CUR_DIRECTION), hi = _mm256_cvtps_ph(v1, _MM_FROUND_CUR_DIRECTION);
-    _mm256_storeu_si256((__m256i*)p, _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
-}
+/* 16 lanes stored through PUT (fb_put32, or fb_put32_nt as the _nt forms).  16-bit: narrowed
+ * into one 32-byte store, one pack and one permute for two vectors (the 8-lane forms above spend
+ * a pack, a permute and a store on each). */
+#define FB_STORE16_FORMS(SUFFIX, PUT)                                                               \
+    static inline void fb_store_f32x16##SUFFIX(float* p, __m256 v0, __m256 v1) {                    \
+        PUT(p, _mm256_castps_si256(v0));                                                            \
+        PUT(p + 8, _mm256_castps_si256(v1));                                                        \
+    }                                                                                               \
+    static inline void fb_store_bf16x16##SUFFIX(fb_bf16* p, __m256 v0, __m256 v1) {                 \
+        __m256i lo, hi;                                                                             \
+        fb_bf16_round16(v0, v1, &lo, &hi);                                                          \
+        lo = _mm256_srli_epi32(lo, 16);                                                             \
+        hi = _mm256_srli_epi32(hi, 16);                                                             \
+        PUT(p, _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8));                        \
+    }                                                                                               \
+    /* (register-form vcvtps2ph joined into one store: the memory form is slower on AMD) */         \
+    static inline void fb_store_half16##SUFFIX(fb_half* p, __m256 v0, __m256 v1) {                  \
+        __m128i lo = _mm256_cvtps_ph(v0, _MM_FROUND_CUR_DIRECTION);                                 \
+        __m128i hi = _mm256_cvtps_ph(v1, _MM_FROUND_CUR_DIRECTION);                                 \
+        PUT(p, _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));                         \
+    }
+FB_STORE16_FORMS(, fb_put32)
+FB_STORE16_FORMS(_nt, fb_put32_nt)
 #else
 #define FB_HALF_ROWS 0
 #define FB_BF16_ROWS 0

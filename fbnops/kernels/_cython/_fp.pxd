@@ -38,6 +38,19 @@ cdef extern from "_fp.h" nogil:
                            float A, float B, float K, float m)
     void fb_apply_f32_rows(int mode, const float* a, const float* b, float* out, Py_ssize_t nrows,
                            Py_ssize_t W, const float* A, const float* B, const float* K, const float* m)
+    # runs and rows with non-temporal stores (x86-64-v3; elsewhere: apply_run_streamed, apply_rows_streamed)
+    void fb_apply_f32_run_streamed(int mode, const float* a, const float* b, float* out, Py_ssize_t L,
+                                   float A, float B, float K, float m)
+    void fb_apply_half_run_streamed(int mode, const fb_half* a, const fb_half* b, fb_half* out, Py_ssize_t L,
+                                    float A, float B, float K, float m)
+    void fb_apply_bf16_run_streamed(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, Py_ssize_t L,
+                                    float A, float B, float K, float m)
+    void fb_apply_f32_rows_streamed(int mode, const float* a, const float* b, float* out, Py_ssize_t nrows,
+                                    Py_ssize_t W, const float* A, const float* B, const float* K, const float* m)
+    void fb_apply_half_rows_streamed(int mode, const fb_half* a, const fb_half* b, fb_half* out, Py_ssize_t nrows,
+                                     Py_ssize_t W, const float* A, const float* B, const float* K, const float* m)
+    void fb_apply_bf16_rows_streamed(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, Py_ssize_t nrows,
+                                     Py_ssize_t W, const float* A, const float* B, const float* K, const float* m)
     const bint FB_BF16_ROWS
     void fb_reduce_bf16_row(int mode, const fb_bf16* a, const fb_bf16* b, Py_ssize_t W, const float* m,
                             float* s0, float* s1)

@@ -2,8 +2,10 @@
 # whose head maps the call chain).  Throughout: a is x, b is dy (x again where the op has
 # no dy), m the centre tile, W the row width in lanes, P the call's Plan.
 
-from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_rows, fb_apply_bf16_run, fb_apply_f32_rows,
-                  fb_apply_half_rows, fb_apply_half_run, fb_f32_lanes, fb_f32_row, fb_f32_tiles, fb_f64_lanes,
+from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_rows, fb_apply_bf16_rows_streamed, fb_apply_bf16_run,
+                  fb_apply_bf16_run_streamed, fb_apply_f32_rows, fb_apply_f32_rows_streamed, fb_apply_f32_run_streamed,
+                  fb_apply_half_rows, fb_apply_half_rows_streamed, fb_apply_half_run, fb_apply_half_run_streamed,
+                  fb_f32_lanes, fb_f32_row, fb_f32_tiles, fb_f64_lanes,
                   fb_prefetch_lines, fb_reduce_bf16_row, fb_reduce_bf16_rows, fb_reduce_half_row,
                   fb_reduce_half_rows, fb_stream_copy, fb_stream_fence)
 
@@ -158,7 +160,16 @@ cdef inline void apply_run(Apply mode, const storage_t* a, const storage_t* b, s
 cdef inline void apply_rows_streamed(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
                                      Py_ssize_t nrows, Py_ssize_t W, const float* A, const float* B,
                                      const float* K, const float* m) noexcept nogil:
-    """apply_rows into an L1 buffer, copied out with non-temporal stores (see _stream.h)."""
+    """apply_rows with non-temporal stores (see _stream.h): x86-64-v3 stores them from its
+    registers; elsewhere, a row at a time into an L1 buffer, copied out."""
+    if FB_HALF_ROWS:  # (FB_BF16_ROWS with it)
+        if storage_t is fb_half:
+            fb_apply_half_rows_streamed(mode, a, b, out, nrows, W, A, B, K, m)
+        elif storage_t is fb_bf16:
+            fb_apply_bf16_rows_streamed(mode, a, b, out, nrows, W, A, B, K, m)
+        else:
+            fb_apply_f32_rows_streamed(mode, a, b, out, nrows, W, A, B, K, m)
+        return
     cdef fb_f32_row row  # (storage_t is at most 4 bytes)
     cdef float* buf = row.v
     cdef Py_ssize_t r, j, n
@@ -176,7 +187,16 @@ cdef inline void apply_rows_streamed(Apply mode, const storage_t* a, const stora
 
 cdef inline void apply_run_streamed(Apply mode, const storage_t* a, const storage_t* b, storage_t* out,
                                     Py_ssize_t L, float A, float B, float K, float m) noexcept nogil:
-    """apply_run in pieces through an L1 buffer, copied out with non-temporal stores."""
+    """apply_run with non-temporal stores: x86-64-v3 stores them from its registers; elsewhere, in
+    pieces through an L1 buffer, copied out."""
+    if FB_HALF_ROWS:  # (FB_BF16_ROWS with it)
+        if storage_t is fb_half:
+            fb_apply_half_run_streamed(mode, a, b, out, L, A, B, K, m)
+        elif storage_t is fb_bf16:
+            fb_apply_bf16_run_streamed(mode, a, b, out, L, A, B, K, m)
+        else:
+            fb_apply_f32_run_streamed(mode, a, b, out, L, A, B, K, m)
+        return
     cdef fb_f32_row row
     cdef float* buf = row.v
     cdef Py_ssize_t i = 0, n

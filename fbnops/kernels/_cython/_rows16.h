@@ -89,8 +89,8 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
  * masked, the odd one is.  Each set of 8 is computed and rounded in place (fb_bf16_round16) and
  * the two are blended back: no widening, packing or permuting shuffle.  The same operations on
  * every value as fb_apply8 and fb_store_bf16x16, so the same bits. */
-static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16* b, fb_bf16* out, __m256 A,
-                                       __m256 B, __m256 K, __m256 m) {
+static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16* b,
+                                                                         __m256 A, __m256 B, __m256 K, __m256 m) {
     const __m256i upper = _mm256_set1_epi32((int)0xffff0000u);
     __m256i xa = mode == FB_APPLY_B ? _mm256_setzero_si256() : _mm256_loadu_si256((const __m256i*)a);
     __m256i xb = mode == FB_APPLY_A ? _mm256_setzero_si256() : _mm256_loadu_si256((const __m256i*)b);
@@ -100,16 +100,25 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
                            _mm256_castsi256_ps(_mm256_and_si256(xb, upper)), A, B, K, m);
     __m256i re, ro;
     fb_bf16_round16(even, odd, &re, &ro);
-    _mm256_storeu_si256((__m256i*)out, _mm256_blend_epi16(_mm256_srli_epi32(re, 16), ro, 0xAA));
+    return _mm256_blend_epi16(_mm256_srli_epi32(re, 16), ro, 0xAA);
 }
-/* The 16-value steps of a run (one channel's coefficients): two vectors per narrowing store, or
- * bfloat16 pairs. */
-#define FB_RUN16_VECTORS(LOAD8, STORE16)                                                            \
+/* The values of out[0:n] before its first 32-byte boundary, where its streamed 16-value steps
+ * start: n if not one step fits (or out is misaligned for its type, never the case for the
+ * kernels' outputs), so that nothing is streamed. */
+#define FB_TO_LINE(out, n)                                                                          \
+    ({                                                                                              \
+        ptrdiff_t h_ = (ptrdiff_t)((32 - ((uintptr_t)(out) & 31)) & 31) / (ptrdiff_t)sizeof(*(out)); \
+        ((uintptr_t)(out) % sizeof(*(out)) || h_ + 16 > (n)) ? (n) : h_;                            \
+    })
+/* The 16-value steps of a run (one channel's coefficients) from i on: two vectors per narrowing
+ * store (STORE16), or bfloat16 pairs (stored with PUT32, of the same kind: ordinary or
+ * non-temporal). */
+#define FB_RUN16_VECTORS(LOAD8, STORE16, PUT32)                                                     \
     for (; i + 16 <= n; i += 16) FB_APPLY16(LOAD8, STORE16, FB_CHANNEL8, i);
-#define FB_RUN16_PAIRS(LOAD8, STORE16)                                                              \
+#define FB_RUN16_PAIRS(LOAD8, STORE16, PUT32)                                                       \
     {                                                                                               \
         const __m256 vA = _mm256_set1_ps(A), vB = _mm256_set1_ps(B), vK = _mm256_set1_ps(K), vm = _mm256_set1_ps(m); \
-        for (; i + 16 <= n; i += 16) fb_apply_bf16_pairs(mode, a + i, b + i, out + i, vA, vB, vK, vm); \
+        for (; i + 16 <= n; i += 16) PUT32(out + i, fb_apply_bf16_pairs(mode, a + i, b + i, vA, vB, vK, vm)); \
     }
 #define FB_LANE8(v, i) _mm256_loadu_ps((v) + (i))
 #define FB_LANE1(v, i) (v)[i]
@@ -294,15 +303,46 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
                                               const float* K, const float* m) {                     \
         FB_APPLY_BY_MODE(fb_apply_##NAME##_rows_in, a, b, out, nrows, n, A, B, K, m)                \
     }                                                                                               \
+    /* The same rows with their 16-value steps stored non-temporally from each row's first 32-byte \
+     * boundary (see _stream.h; the other values as fb_apply_NAME_rows stores them: the same bits). */ \
+    static inline __attribute__((always_inline)) void fb_apply_##NAME##_rows_streamed_in(           \
+        int mode, const T* a, const T* b, T* out, ptrdiff_t nrows, ptrdiff_t n, const float* A,     \
+        const float* B, const float* K, const float* m) {                                           \
+        for (ptrdiff_t r = 0; r < nrows; r++, a += n, b += n, out += n) {                           \
+            ptrdiff_t i = FB_TO_LINE(out, n);                                                       \
+            fb_apply_##NAME##_row_in(mode, a, b, out, i, A, B, K, m);                               \
+            for (; i + 16 <= n; i += 16) FB_APPLY16(LOAD8, STORE16##_nt, FB_LANE8, i);              \
+            fb_apply_##NAME##_row_in(mode, a + i, b + i, out + i, n - i, A + i, B + i, K + i, m + i); \
+        }                                                                                           \
+    }                                                                                               \
+    static inline void fb_apply_##NAME##_rows_streamed(int mode, const T* a, const T* b, T* out,    \
+                                                       ptrdiff_t nrows, ptrdiff_t n, const float* A, \
+                                                       const float* B, const float* K, const float* m) { \
+        FB_APPLY_BY_MODE(fb_apply_##NAME##_rows_streamed_in, a, b, out, nrows, n, A, B, K, m)       \
+    }                                                                                               \
     static inline __attribute__((always_inline)) void fb_apply_##NAME##_run_in(                     \
         int mode, const T* a, const T* b, T* out, ptrdiff_t n, float A, float B, float K, float m) { \
         ptrdiff_t i = 0;                                                                            \
-        RUN16(LOAD8, STORE16)                                                                       \
+        RUN16(LOAD8, STORE16, fb_put32)                                                             \
         FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, FB_CHANNEL8, FB_CHANNEL1)                       \
     }                                                                                               \
     static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
                                              float A, float B, float K, float m) {                  \
         FB_APPLY_BY_MODE(fb_apply_##NAME##_run_in, a, b, out, n, A, B, K, m)                        \
+    }                                                                                               \
+    /* The same run with its 16-value steps stored non-temporally from out's first 32-byte boundary \
+     * (see _stream.h): the values before it and after the last step as fb_apply_NAME_run stores \
+     * them.  Every value goes through the same operations either way, so the same bits. */         \
+    static inline __attribute__((always_inline)) void fb_apply_##NAME##_run_streamed_in(            \
+        int mode, const T* a, const T* b, T* out, ptrdiff_t n, float A, float B, float K, float m) { \
+        ptrdiff_t i = FB_TO_LINE(out, n);                                                           \
+        fb_apply_##NAME##_run_in(mode, a, b, out, i, A, B, K, m);                                   \
+        RUN16(LOAD8, STORE16##_nt, fb_put32_nt)                                                     \
+        fb_apply_##NAME##_run_in(mode, a + i, b + i, out + i, n - i, A, B, K, m);                   \
+    }                                                                                               \
+    static inline void fb_apply_##NAME##_run_streamed(int mode, const T* a, const T* b, T* out,     \
+                                                      ptrdiff_t n, float A, float B, float K, float m) { \
+        FB_APPLY_BY_MODE(fb_apply_##NAME##_run_streamed_in, a, b, out, n, A, B, K, m)               \
     }
 #else
 /* (never called: FB_HALF_ROWS and FB_BF16_ROWS are 0) */
@@ -316,7 +356,12 @@ static inline void fb_apply_bf16_pairs(int mode, const fb_bf16* a, const fb_bf16
                                               ptrdiff_t n, const float* A, const float* B,          \
                                               const float* K, const float* m) {}                    \
     static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
-                                             float A, float B, float K, float m) {}
+                                             float A, float B, float K, float m) {}                 \
+    static inline void fb_apply_##NAME##_run_streamed(int mode, const T* a, const T* b, T* out,     \
+                                                      ptrdiff_t n, float A, float B, float K, float m) {} \
+    static inline void fb_apply_##NAME##_rows_streamed(int mode, const T* a, const T* b, T* out,    \
+                                                       ptrdiff_t nrows, ptrdiff_t n, const float* A, \
+                                                       const float* B, const float* K, const float* m) {}
 #endif
 FB_ROWS_16(float, f32, fb_load_f32x8, fb_store_f32x8, fb_store_f32x16, fb_f32_same, fb_f32_same, FB_RUN16_VECTORS, 1)
 FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_store_half16, fb_half_to_f32, fb_f32_to_half, FB_RUN16_VECTORS, 1)
