@@ -219,30 +219,67 @@ def _pairs16_for(mode: int):
 _PAIRS16 = {mode: _pairs16_for(mode) for mode in Apply}
 
 
-def _pairs_run_for(mode: int):
-    """The middle of a streamed bfloat16 run with a channel's coefficients (see streamed_row):
-    from lane j (at a 16-byte boundary), one 8-value store if that is not a 32-byte boundary,
-    then 16 values at a time in pairs; returns the lane after them."""
+def _sixteen_for(mode: int):
+    """A 16-bit output's out[i:i + 16] streamed in one 32-byte store (out + i aligned to 32 bytes):
+    two sets of 8 lanes (lanes j and j + 8 of tile coefficients) through the 8-lane intrinsic's
+    operations, joined (as the C kernels' 16-value stores join two vectors)."""
+
+    @intrinsic
+    def sixteen(typingctx, a, b, out, i, A, B, K, m, j):
+        def codegen(context, builder, signature, args):
+            ta, tb, tout, _, tA, tB, tK, tm, _ = signature.args
+            va, vb, vout, vi, vA, vB, vK, vm, vj = args
+            halves = []
+            for k in (0, 1):
+                vik, vjk = (builder.add(v, ir.Constant(v.type, 8 * k)) for v in (vi, vj))
+                coefficients = [
+                    _coefficient8(builder, context, t, v, vjk) for t, v in ((tA, vA), (tB, vB), (tK, vK), (tm, vm))
+                ]
+                x = None if mode == Apply.APPLY_B else _widened8(builder, context, ta, va, vik)
+                dy = None if mode == Apply.APPLY_A else _widened8(builder, context, tb, vb, vik)
+                halves.append(_narrowed8(builder, tout.dtype, _formula8(builder, mode, x, dy, *coefficients)))
+            value = builder.shuffle_vector(halves[0], halves[1], ir.Constant(ir.VectorType(_I32, 16), list(range(16))))
+            _store_streamed(builder, value, _at(context, builder, tout, vout, vi, value.type), 32)
+            return context.get_dummy_value()
+
+        return types.void(a, b, out, types.intp, A, B, K, m, types.intp), codegen
+
+    return sixteen
+
+
+_SIXTEEN = {mode: _sixteen_for(mode) for mode in Apply}
+
+
+def _sixteens_run_for(mode: int, in_pairs: bool):
+    """The middle of a streamed 16-bit row (see streamed_row): from lane j (at a 16-byte boundary),
+    one 8-value store if that is not a 32-byte boundary, then 16 values per 32-byte store (in
+    pairs: bfloat16 with a channel's coefficients); returns the lane after them."""
     pairs16, streamed8 = _PAIRS16[mode], _APPLY8[mode, True]
+    step16 = _SIXTEEN[mode]
+    if in_pairs:
+
+        @njit(inline="always")
+        def step16(a, b, out, i, A, B, K, m, j):
+            pairs16(a, b, out, i, A, B, K, m)
 
     @njit(inline="always")
-    def pairs_run(a, b, out, start, L, A, B, K, m, j, addr):
+    def sixteens_run(a, b, out, start, L, A, B, K, m, j, addr):
         if (addr + 2 * j) % 32 and j + LANES8 <= L:
             streamed8(a, b, out, start + j, A, B, K, m, j)
             j += LANES8
         while j + 16 <= L:
-            pairs16(a, b, out, start + j, A, B, K, m)
+            step16(a, b, out, start + j, A, B, K, m, j)
             j += 16
         return j
 
-    return pairs_run
+    return sixteens_run
 
 
-_PAIRS_RUN = {mode: _pairs_run_for(mode) for mode in Apply}
+_SIXTEENS_RUN = {(mode, pairs): _sixteens_run_for(mode, pairs) for mode in Apply for pairs in (False, True)}
 
 
 @njit(inline="always")
-def _no_pairs(a, b, out, start, L, A, B, K, m, j, addr):
+def _no_sixteens(a, b, out, start, L, A, B, K, m, j, addr):
     return j
 
 
@@ -266,16 +303,16 @@ def _values(a, b, out, amode, start, n, A, B, K, m):
 
 
 def streamed_row(a, b, out, amode, start, L, A, B, K, m):
-    """out[start:start + L] of an apply pass, streamed: the first 8 values with an ordinary store
-    (the head up to the first boundary of 8 values, as _stream.h's head bytes), 8 at a time
-    non-temporally from that boundary (bfloat16 runs with a channel's coefficients: 16 at a time
-    in pairs from the first 32-byte boundary), and the last 8 with an ordinary store (the tail).  Values
-    the head or tail store overlaps are written twice with the same bits.  A row shorter than 8
-    goes value by value.  amode: a compile-time constant (the sweeps' MODE), so that each sweep
-    lowers its own mode's two intrinsics only.  A..m: a channel's floats, or tiles whose lane 0
-    is the row's first value.  The caller fences (stream_fence) once its item is done.  (No
-    scalar loops around the vector ones: LLVM vectorized those too, and compiling the kernels
-    took 1.7x as long.)"""
+    """out[start:start + L] of an apply pass, streamed: where out + start is not at a boundary of
+    8 values, the first 8 with an ordinary store (the head up to that boundary); then 8 at a time
+    non-temporally (16-bit outputs: 16 per 32-byte store from the first 32-byte boundary, as the C
+    kernels store them; bfloat16 runs with a channel's coefficients in pairs), and the last 8 with
+    an ordinary store (the tail).  Values the head or tail store overlaps are written twice with the
+    same bits.  A row shorter than 8 goes value by value.  amode: a compile-time constant (the
+    sweeps' MODE), so that each sweep lowers its own mode's two intrinsics only.  A..m: a channel's
+    floats, or tiles whose lane 0 is the row's first value.  The caller fences (stream_fence) once
+    its item is done.  (No scalar loops around the vector ones: LLVM vectorized those too, and
+    compiling the kernels took 1.7x as long.)"""
 
 
 @overload(streamed_row, inline="always", prefer_literal=True)
@@ -285,7 +322,7 @@ def _streamed_row_impl(a, b, out, amode, start, L, A, B, K, m):
     mode = Apply(amode.literal_value)
     ordinary8, streamed8 = _APPLY8[mode, False], _APPLY8[mode, True]
     in_pairs = out.dtype == types.int16 and not isinstance(A, types.Array)
-    middle = _PAIRS_RUN[mode] if in_pairs else _no_pairs  # (chosen here, at compile time)
+    middle = _no_sixteens if out.dtype == types.float32 else _SIXTEENS_RUN[mode, in_pairs]  # (at compile time)
 
     def impl(a, b, out, amode, start, L, A, B, K, m):
         size = out.itemsize
@@ -293,8 +330,10 @@ def _streamed_row_impl(a, b, out, amode, start, L, A, B, K, m):
         if L < LANES8 or addr % size:  # (a misaligned output never comes from the kernels' allocator)
             _values(a, b, out, amode, start, L, A, B, K, m)
             return
-        ordinary8(a, b, out, start, A, B, K, m, 0)
         j = ((LANES8 * size - addr % (LANES8 * size)) % (LANES8 * size)) // size
+        if j:  # (at a boundary, no ordinary store first: it would leave the line in the cache, dirty,
+            # just before a streamed store over it)
+            ordinary8(a, b, out, start, A, B, K, m, 0)
         j = middle(a, b, out, start, L, A, B, K, m, j, addr)
         while j + LANES8 <= L:
             streamed8(a, b, out, start + j, A, B, K, m, j)
