@@ -105,7 +105,7 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
 /* The values of out[0:n] before its first 32-byte boundary, where its streamed 16-value steps
  * start: n if not one step fits (or out is misaligned for its type, never the case for the
  * kernels' outputs), so that nothing is streamed. */
-#define FB_TO_LINE(out, n)                                                                          \
+#define FB_STREAM_HEAD(out, n)                                                                          \
     ({                                                                                              \
         ptrdiff_t h_ = (ptrdiff_t)((32 - ((uintptr_t)(out) & 31)) & 31) / (ptrdiff_t)sizeof(*(out)); \
         ((uintptr_t)(out) % sizeof(*(out)) || h_ + 16 > (n)) ? (n) : h_;                            \
@@ -309,7 +309,7 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
         int mode, const T* a, const T* b, T* out, ptrdiff_t nrows, ptrdiff_t n, const float* A,     \
         const float* B, const float* K, const float* m) {                                           \
         for (ptrdiff_t r = 0; r < nrows; r++, a += n, b += n, out += n) {                           \
-            ptrdiff_t i = FB_TO_LINE(out, n);                                                       \
+            ptrdiff_t i = FB_STREAM_HEAD(out, n);                                                       \
             fb_apply_##NAME##_row_in(mode, a, b, out, i, A, B, K, m);                               \
             for (; i + 16 <= n; i += 16) FB_APPLY16(LOAD8, STORE16##_nt, FB_LANE8, i);              \
             fb_apply_##NAME##_row_in(mode, a + i, b + i, out + i, n - i, A + i, B + i, K + i, m + i); \
@@ -335,7 +335,7 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
      * them.  Every value goes through the same operations either way, so the same bits. */         \
     static inline __attribute__((always_inline)) void fb_apply_##NAME##_run_streamed_in(            \
         int mode, const T* a, const T* b, T* out, ptrdiff_t n, float A, float B, float K, float m) { \
-        ptrdiff_t i = FB_TO_LINE(out, n);                                                           \
+        ptrdiff_t i = FB_STREAM_HEAD(out, n);                                                           \
         fb_apply_##NAME##_run_in(mode, a, b, out, i, A, B, K, m);                                   \
         RUN16(LOAD8, STORE16##_nt, fb_put32_nt)                                                     \
         fb_apply_##NAME##_run_in(mode, a + i, b + i, out + i, n - i, A, B, K, m);                   \
