@@ -3,7 +3,7 @@
 An output past the caches is written with non-temporal stores, which skip reading each line
 before overwriting it (``_plan._streams`` decides when, for both backends).  As in the C
 kernels' x86-64-v3 build, each group of values is computed in vector registers and stored
-straight from them (:func:`streamed_row`, 8 values at a time): loaded,
+straight from them (:func:`streamed_row`: 8 values a store, 16-bit outputs 16): loaded,
 widened, the mode's formula with an explicit FMA, narrowed and stored, all in one intrinsic.
 The operations are those of the C kernels' 8-lane code (``fb_apply8`` and the F16C / integer
 narrowing), so the bits are the same.  A Numba loop that filled a buffer, then copied it with
@@ -187,10 +187,10 @@ def _pairs16_for(mode: int):
     shuffle).  The same operations on every value as the 8-lane intrinsic, so the same bits."""
 
     @intrinsic
-    def pairs16(typingctx, a, b, out, i, A, B, K, m):
+    def pairs16(typingctx, a, b, out, i, A, B, K, m, j):  # (j: the 16-value steps' common signature)
         def codegen(context, builder, signature, args):
-            ta, tb, tout, _, tA, tB, tK, tm = signature.args
-            va, vb, vout, vi, vA, vB, vK, vm = args
+            ta, tb, tout, _, tA, tB, tK, tm, _ = signature.args
+            va, vb, vout, vi, vA, vB, vK, vm, _ = args
 
             def words(ty, value):
                 return builder.load(_at(context, builder, ty, value, vi, _W8), align=2)
@@ -211,7 +211,7 @@ def _pairs16_for(mode: int):
             _store_streamed(builder, word, _at(context, builder, tout, vout, vi, _W8), 32)
             return context.get_dummy_value()
 
-        return types.void(a, b, out, types.intp, A, B, K, m), codegen
+        return types.void(a, b, out, types.intp, A, B, K, m, types.intp), codegen
 
     return pairs16
 
@@ -254,13 +254,7 @@ def _sixteens_run_for(mode: int, in_pairs: bool):
     """The middle of a streamed 16-bit row (see streamed_row): from lane j (at a 16-byte boundary),
     one 8-value store if that is not a 32-byte boundary, then 16 values per 32-byte store (in
     pairs: bfloat16 with a channel's coefficients); returns the lane after them."""
-    pairs16, streamed8 = _PAIRS16[mode], _APPLY8[mode, True]
-    step16 = _SIXTEEN[mode]
-    if in_pairs:
-
-        @njit(inline="always")
-        def step16(a, b, out, i, A, B, K, m, j):
-            pairs16(a, b, out, i, A, B, K, m)
+    step16, streamed8 = (_PAIRS16 if in_pairs else _SIXTEEN)[mode], _APPLY8[mode, True]
 
     @njit(inline="always")
     def sixteens_run(a, b, out, start, L, A, B, K, m, j, addr):
