@@ -290,8 +290,8 @@ def test_non_temporal_stores_change_no_bit(simd, monkeypatch):
     """Outputs past the caches are written with streaming stores (from the registers in the
     x86-64-v3 build, each row from its first 32-byte boundary; through L1 buffers in the baseline); forcing that
     path on the whole bits-lock grid (small, unaligned shapes included) changes no output byte.
-    (The threshold also marks the inputs that fit in the caches: at 0 no reduction uses strips,
-    so this also checks that strips and the one-row loop give the same bits.)"""
+    (With it the cache threshold goes to 0 too, so that no reduction uses strips: this also checks
+    that strips and the one-row loop give the same bits.)"""
     from fbnops.kernels import cython_backend
     from fbnops.kernels._cython import batch_norm
 
@@ -302,11 +302,11 @@ def test_non_temporal_stores_change_no_bit(simd, monkeypatch):
         from fbnops.kernels._cython import batch_norm_avx2 as module
     monkeypatch.setattr(cython_backend, "_bn", module)
     ordinary = lock.compute_bits(("cython",))
-    old = tools.set_stream_min_bytes(module, 0)
+    old = tools.set_stream_min_bytes(module, 0), tools.set_cached_max_bytes(module, 0)
     try:
         streamed = lock.compute_bits(("cython",))
     finally:
-        tools.set_stream_min_bytes(module, old)
+        tools.set_stream_min_bytes(module, old[0]), tools.set_cached_max_bytes(module, old[1])
     changed = sorted(k for k in streamed if ordinary[k] != streamed[k])
     grid = len(lock.CASES) * len(lock.DTYPES) * len(lock.MODES) * len(lock.THREADS)
     assert len(streamed) == grid and not changed, f"{len(changed)} cases changed bits, e.g. {changed[:5]}"

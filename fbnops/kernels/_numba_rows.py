@@ -26,7 +26,7 @@ from ._numba_fp import (
     pairs_of,
 )
 from ._numba_stream import prefetch_lines, stream_fence, streamed_row
-from ._plan import BLOCK_ROWS, STREAM_MIN_BYTES, Apply, Reduce, _adds_to, _inputs
+from ._plan import BLOCK_ROWS, CACHED_MAX_BYTES, Apply, Reduce, _adds_to, _inputs
 
 _inputs = njit(inline="always")(_inputs)  # (the rules the Cython kernels compile from _plan.py)
 _adds_to = njit(inline="always")(_adds_to)
@@ -126,10 +126,10 @@ def _reduce_rows(a, b, mode, start, stride, L, m, acc0, acc1):
 @njit(inline="always")
 def _two_rows(a):
     """Whether an APPLY_A pass takes two rows per load of the tiles, as the C kernels'
-    fb_apply_*_rows: float16 outputs under STREAM_MIN_BYTES (measured 0.92x; slower for float32,
+    fb_apply_*_rows: float16 outputs under CACHED_MAX_BYTES (measured 0.92x; slower for float32,
     and 1.6x slower for larger outputs, out of cache).  Its own measured threshold, from before
     Numba streamed: outputs that _plan._streams streams never get here (see _apply_sweep)."""
-    return a.itemsize == 2 and not pairs_of(a) and a.size * 2 < STREAM_MIN_BYTES
+    return a.itemsize == 2 and not pairs_of(a) and a.size * 2 < CACHED_MAX_BYTES
 
 
 @njit(inline="always", fastmath=FASTMATH)

@@ -46,7 +46,8 @@ ROW_ITEM_ELEMS = 32768  # channels-last: target elements per item
 MAX_ROW_ITEMS = 64
 PLANE_ITEM_BYTES = 4 << 20  # channels-first: bytes of (x, dy) per item: about one L2
 MIN_ITEMS = 16  # channels-first: split channels so that few channels still share out
-STREAM_MIN_BYTES = 8 << 20  # apply passes moving this many bytes (inputs + output) stream (past the ~8 MB L3 we get)
+STREAM_MIN_BYTES = 4 << 20  # apply passes moving this many bytes (inputs + output) stream (see _streams)
+CACHED_MAX_BYTES = 8 << 20  # a pass's inputs under this many bytes are taken to be in the caches (see _cached)
 SERIAL_BELOW = 1 << 15  # below this many elements one thread beats waking a team (~1-2 us per region)
 RUN_MIN_INNER = 128  # channels-first: planes this long are applied run by run, with scalar coefficients
 PREFETCH_MAX_BYTES = 128 << 10  # fused channel blocks of at most this many input bytes request the next block's
@@ -94,7 +95,7 @@ def apply_mode(op):
 # Emitted into the Cython build as compile-time constants (array bounds need them).
 PXI_CONSTANTS = (
     "LANES", "MAX_W", "BLOCK_ROWS", "STRIP_PIECES", "FOLD_WAYS", "ROW_ITEM_ELEMS", "MAX_ROW_ITEMS", "PLANE_ITEM_BYTES",
-    "MIN_ITEMS", "STREAM_MIN_BYTES", "RUN_MIN_INNER", "PREFETCH_MAX_BYTES",
+    "MIN_ITEMS", "STREAM_MIN_BYTES", "CACHED_MAX_BYTES", "RUN_MIN_INNER", "PREFETCH_MAX_BYTES",
 )  # fmt: skip
 CYTHON_DIR = Path(__file__).parent / "_cython"
 
@@ -195,7 +196,9 @@ def _streams(channels_last, block, elems, itemsize, full, threshold):
     would be read from memory only to be overwritten
     (measured between PyTorch's calls, as the benchmark times them: 0.53-0.94x of the old rule's
     time, the output alone at the threshold, for the 16-bit (32,28,28,128) forwards, 0.63-0.91x
-    for (32,14,14,256) float32 channels-last; the same bits: see docs/performance.md).
+    for (32,14,14,256) float32 channels-last; the same bits: see docs/performance.md).  4 MiB, the
+    two cores' L2 on the 2 MB-L2 host: passes of 4-8 MiB took 0.75-0.93x of their time streamed
+    (float32 forwards of 3.2 MB outputs, the float16 (32,14,14,256) forward), the rest 0.99-1.03x.
 
     Never for blocks of small planes: their rows are short runs (at most MAX_W elements) whose
     end lines other items write too, and streamed partial lines cost more than the cached
@@ -206,8 +209,8 @@ def _streams(channels_last, block, elems, itemsize, full, threshold):
 
 
 def _cached(elems, itemsize, ninputs, threshold):
-    """Whether a pass's inputs (`ninputs` tensors of `elems` values) fit in the caches, below the
-    streaming threshold: its reductions then add rows in groups, each lane total loaded and
+    """Whether a pass's inputs (`ninputs` tensors of `elems` values) fit in the caches, below
+    `threshold` (CACHED_MAX_BYTES): its reductions then add rows in groups, each lane total loaded and
     stored once per group, which reads rows out of address order; from memory, address order
     streams better (Numba's channels-last rows grouped from memory: float16 (32,56,56,64)
     gradients 1.73x Cython's time, against 1.16x row by row; in cache the 16-bit forwards gain)."""

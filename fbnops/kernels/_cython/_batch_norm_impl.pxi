@@ -37,7 +37,7 @@ from ._fp cimport NarrowRuns, fb_bf16, fb_f64_lanes, fb_half, fb_narrow_bf16_run
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
 from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FOLD_WAYS, FWD_INFER, FWD_TRAIN, GRAD_FROZEN, GRAD_TRAIN, MAX_W,
                     STRIP_PIECES, _adds_to, _cached, _ceil_div, _inputs, _prefetches, _reduce_inputs, _streams,
-                    RED_GRAD, RED_SQ, RED_SUM, STREAM_MIN_BYTES, Apply, Op, Plan, Reduce, make_plan)
+                    RED_GRAD, RED_SQ, RED_SUM, STREAM_MIN_BYTES, CACHED_MAX_BYTES, Apply, Op, Plan, Reduce, make_plan)
 
 cnp.import_array()
 
@@ -164,10 +164,13 @@ cdef void tile_row_coefficients(const Plan* P, const Params* params, float* tile
 # ---------------------------------------------------------------------------------------
 
 cdef Py_ssize_t stream_min_bytes = STREAM_MIN_BYTES
-# Where the threshold lives, for the test hook _tools.set_stream_min_bytes (tests stream small
-# outputs to check that the bits do not change); production code never writes it.
+cdef Py_ssize_t cached_max_bytes = CACHED_MAX_BYTES
+# Where the thresholds live, for the test hooks _tools.set_stream_min_bytes and set_cached_max_bytes
+# (tests stream small outputs, and add rows one by one, to check that the bits do not change);
+# production code never writes them.
 from cpython.pycapsule cimport PyCapsule_New
 STREAM_MIN_BYTES_ADDRESS = PyCapsule_New(&stream_min_bytes, b"fbnops.stream_min_bytes", NULL)
+CACHED_MAX_BYTES_ADDRESS = PyCapsule_New(&cached_max_bytes, b"fbnops.cached_max_bytes", NULL)
 # This build's 16-bit narrowing, for the test hook _tools.narrow (tests check it on every rounding boundary).
 cdef NarrowRuns narrow_runs
 narrow_runs.half = fb_narrow_half_run
@@ -183,7 +186,7 @@ cdef inline bint streams(const Plan* P, Py_ssize_t itemsize, Apply amode) noexce
 cdef inline bint inputs_cached(const Plan* P, Py_ssize_t itemsize, int ninputs) noexcept nogil:
     """Whether the inputs fit in the caches (_plan._cached): reductions then keep their lane totals
     in registers across rows (strips)."""
-    return _cached(P.outer * P.C * P.inner, itemsize, ninputs, stream_min_bytes)
+    return _cached(P.outer * P.C * P.inner, itemsize, ninputs, cached_max_bytes)
 
 
 cdef void fused_block(const Plan* P, Params* params, Py_ssize_t item, const Reduce* passes, int npasses,

@@ -10,7 +10,8 @@ cdef enum:
     MAX_ROW_ITEMS = 64
     PLANE_ITEM_BYTES = 4194304
     MIN_ITEMS = 16
-    STREAM_MIN_BYTES = 8388608
+    STREAM_MIN_BYTES = 4194304
+    CACHED_MAX_BYTES = 8388608
     RUN_MIN_INNER = 128
     PREFETCH_MAX_BYTES = 131072
 
@@ -97,7 +98,9 @@ cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t
     would be read from memory only to be overwritten
     (measured between PyTorch's calls, as the benchmark times them: 0.53-0.94x of the old rule's
     time, the output alone at the threshold, for the 16-bit (32,28,28,128) forwards, 0.63-0.91x
-    for (32,14,14,256) float32 channels-last; the same bits: see docs/performance.md).
+    for (32,14,14,256) float32 channels-last; the same bits: see docs/performance.md).  4 MiB, the
+    two cores' L2 on the 2 MB-L2 host: passes of 4-8 MiB took 0.75-0.93x of their time streamed
+    (float32 forwards of 3.2 MB outputs, the float16 (32,14,14,256) forward), the rest 0.99-1.03x.
 
     Never for blocks of small planes: their rows are short runs (at most MAX_W elements) whose
     end lines other items write too, and streamed partial lines cost more than the cached
@@ -108,8 +111,8 @@ cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t
 
 
 cdef inline bint _cached(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t ninputs, Py_ssize_t threshold) noexcept nogil:
-    """Whether a pass's inputs (`ninputs` tensors of `elems` values) fit in the caches, below the
-    streaming threshold: its reductions then add rows in groups, each lane total loaded and
+    """Whether a pass's inputs (`ninputs` tensors of `elems` values) fit in the caches, below
+    `threshold` (CACHED_MAX_BYTES): its reductions then add rows in groups, each lane total loaded and
     stored once per group, which reads rows out of address order; from memory, address order
     streams better (Numba's channels-last rows grouped from memory: float16 (32,56,56,64)
     gradients 1.73x Cython's time, against 1.16x row by row; in cache the 16-bit forwards gain)."""

@@ -9,6 +9,8 @@
   equal to ``fbnops.kernels._plan.plan``;
 * ``set_stream_min_bytes``: the bytes an apply pass moves from which a kernel module streams its stores
   (tests force streaming on small outputs to check that the bits do not change);
+* ``set_cached_max_bytes``: the input bytes under which a kernel module's reductions add rows in
+  strips (tests force the one-row loop to check that both give the same bits);
 * ``narrow``: float32 values rounded to float16/bfloat16 by a kernel module's own vector stores
   (16 and 8 lanes at a time in the x86-64-v3 build), checked against NumPy/ml_dtypes;
 * ``add_chain_seconds``: the time of a chain of dependent register-to-register adds, one per
@@ -37,14 +39,24 @@ def plan(Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize=4
     return dict(P)
 
 
+cdef Py_ssize_t _swap(capsule, const char* name, Py_ssize_t nbytes) except? -1:
+    """Write the kernel module's threshold behind ``capsule`` (see _batch_norm_impl.pxi); return the old value."""
+    cdef Py_ssize_t* threshold = <Py_ssize_t*> PyCapsule_GetPointer(capsule, name)
+    cdef Py_ssize_t old = threshold[0]
+    threshold[0] = nbytes
+    return old
+
+
 def set_stream_min_bytes(kernels, Py_ssize_t nbytes):
     """Apply passes that move at least ``nbytes`` (inputs and output) write the output of the kernel
     module ``kernels`` (batch_norm or batch_norm_avx2) with non-temporal stores; returns the old threshold."""
-    cdef Py_ssize_t* threshold = <Py_ssize_t*> PyCapsule_GetPointer(kernels.STREAM_MIN_BYTES_ADDRESS,
-                                                                    b"fbnops.stream_min_bytes")
-    old = threshold[0]
-    threshold[0] = nbytes
-    return old
+    return _swap(kernels.STREAM_MIN_BYTES_ADDRESS, b"fbnops.stream_min_bytes", nbytes)
+
+
+def set_cached_max_bytes(kernels, Py_ssize_t nbytes):
+    """Reductions of inputs under ``nbytes`` add rows in strips in the kernel module ``kernels`` (0: every
+    reduction adds its rows one by one); returns the old threshold."""
+    return _swap(kernels.CACHED_MAX_BYTES_ADDRESS, b"fbnops.cached_max_bytes", nbytes)
 
 
 def narrow(kernels, const float[::1] v, dtype):
