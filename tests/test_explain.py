@@ -3,6 +3,8 @@ computation and against the kernels, on every dtype, layout and mode."""
 
 from __future__ import annotations
 
+import warnings
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -86,6 +88,46 @@ def test_a_wrong_kernel_is_caught(monkeypatch):
     monkeypatch.setattr(fbnops.raw_ops, "FusedBatchNormGradV3", off_by_a_bit)
     e, _ = _explained("NHWC", (2, 2, 2, 3))
     assert not e.ok and [c.output for c in e.checks if not c.ok] == ["scale_backprop"]
+
+
+def test_a_variance_below_minus_epsilon_is_nan_in_both_and_agrees():
+    """epsilon = -5 puts variance + epsilon below 0 in two of the three channels (variances 10.3,
+    3.4, 0.8): their rstd, y and dx are NaN in the float64 math and in the kernels alike (as in
+    TensorFlow), the third channel's numbers agree as usual, and every check holds; no warning."""
+    inp = example_inputs((2, 2, 2, 3), "NHWC", seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        e = explain(inp["x"], inp["dy"], inp["scale"], inp["offset"], epsilon=-5.0, data_format="NHWC")
+    below = e.step("variance").value - 5.0 < 0
+    assert below.tolist() == [False, True, True]
+    assert (np.isnan(e.step("rstd").value) == below).all()
+    assert (np.isnan(e.step("y").value).all(axis=1) == below).all()
+    assert e.ok, [c for c in e.checks if not c.ok]
+
+
+def test_a_nan_against_a_number_fails_the_check(monkeypatch):
+    """A NaN where the math has a number is an infinite difference, not a NaN that compares false."""
+    real = fbnops.raw_ops.FusedBatchNormV3
+
+    def one_nan(**kw):
+        out = real(**kw)
+        y = out.y.copy()
+        y.flat[0] = np.nan
+        return out._replace(y=y)
+
+    monkeypatch.setattr(fbnops.raw_ops, "FusedBatchNormV3", one_nan)
+    e, _ = _explained("NHWC", (2, 2, 2, 3))
+    failed = [c for c in e.checks if not c.ok]
+    assert [c.output for c in failed] == ["y"] and failed[0].max_abs_diff == np.inf
+
+
+def test_a_non_finite_epsilon_is_refused_before_any_math():
+    """The op refuses it with TensorFlow's message; the float64 math never runs (no NumPy warning)."""
+    inp = example_inputs((2, 2, 2, 3), "NHWC", seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(fbnops.errors.InvalidArgumentError, match="epsilon"):
+            explain(inp["x"], inp["dy"], inp["scale"], inp["offset"], epsilon=-np.inf, data_format="NHWC")
 
 
 def test_renderings_carry_every_step_formula_and_number():

@@ -175,18 +175,25 @@ def explain(x, dy, scale, offset, *, mean=None, variance=None, epsilon: float = 
                     inputs=dict(x=x, dy=dy, scale=scale, offset=offset))  # fmt: skip
     if not is_training:
         e.inputs.update(mean=mean, variance=variance)
+    outputs = _kernel_outputs(e, x, dy, scale, offset, mean, variance)  # (first: the op refuses bad input)
     values = _intermediates(per_channel(x.astype(np.float64), data_format), per_channel(dy.astype(np.float64),
                             data_format), *(v.astype(np.float64) for v in (scale, offset, mean, variance)),
                             float(epsilon), is_training)  # fmt: skip
     text = {**FORWARD_STEPS, **GRADIENT_STEPS, **({} if is_training else FROZEN_STEPS)}
     for name, value in values.items():
         (e.forward if name in FORWARD_STEPS else e.gradient).append(Step(name, *text[name], value))
-    _check_against_kernels(e, x, dy, scale, offset, mean, variance)
+    _check_against_kernels(e, outputs, x.dtype)
     return e
 
 
 def _intermediates(x, dy, gamma, beta, mean, variance, eps, training) -> dict[str, np.ndarray]:
-    """The math, in float64 on (C, n) views; names as in the step tables."""
+    """The math, in float64 on (C, n) views; names as in the step tables.  A variance + epsilon of 0
+    or below gives infinities and NaNs, as it does in the op: they are shown, not warned about."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return _math(x, dy, gamma, beta, mean, variance, eps, training)
+
+
+def _math(x, dy, gamma, beta, mean, variance, eps, training) -> dict[str, np.ndarray]:
     n = x.shape[1]
     v: dict[str, np.ndarray] = {"n": np.array([float(n)])}
     if training:
@@ -212,7 +219,8 @@ def _intermediates(x, dy, gamma, beta, mean, variance, eps, training) -> dict[st
     return v
 
 
-def _check_against_kernels(e: Explanation, x, dy, scale, offset, mean, variance) -> None:
+def _kernel_outputs(e: Explanation, x, dy, scale, offset, mean, variance) -> dict[str, np.ndarray]:
+    """The forward's and the gradient's outputs from the kernels (raw_ops: their checks and errors)."""
     empty = np.zeros(0, np.float32)
     stats = dict(mean=empty, variance=empty) if e.is_training else dict(mean=mean, variance=variance)
     attrs = dict(epsilon=e.epsilon, data_format=e.data_format, is_training=e.is_training)
@@ -220,15 +228,29 @@ def _check_against_kernels(e: Explanation, x, dy, scale, offset, mean, variance)
     grad = raw_ops.FusedBatchNormGradV3(y_backprop=dy, x=x, scale=scale, reserve_space_1=fwd.reserve_space_1,
                                         reserve_space_2=fwd.reserve_space_2, reserve_space_3=fwd.reserve_space_3,
                                         **attrs)  # fmt: skip
-    outputs = {**fwd._asdict(), **grad._asdict()}
+    return {**fwd._asdict(), **grad._asdict()}
+
+
+def _max_diff(got: np.ndarray, want: np.ndarray) -> float:
+    """max |got - want|, where a NaN matches a NaN and an infinity the same infinity (the math
+    and the kernels agree there); a NaN or infinity against anything else is an infinite diff."""
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(got - want)
+    diff[(got == want) | (np.isnan(got) & np.isnan(want))] = 0.0
+    diff[np.isnan(diff)] = np.inf
+    return float(np.max(diff, initial=0.0))
+
+
+def _check_against_kernels(e: Explanation, outputs: dict[str, np.ndarray], dtype) -> None:
     eps32 = float(np.finfo(np.float32).eps)
     # tensors are rounded once to their storage type; channel vectors are float32, accumulated in float64
-    tensor_tol = 4 * float(ml_dtypes.finfo(x.dtype).eps) if dtypes.is_16bit(x.dtype) else 64 * eps32
+    tensor_tol = 4 * float(ml_dtypes.finfo(dtype).eps) if dtypes.is_16bit(dtype) else 64 * eps32
     for output, (step, per_element) in CHECKED.items():
         if output == "batch_variance" and not e.is_training:
             continue
         want = e.step(step).value
         got = outputs[output].astype(np.float64)
         got = per_channel(got, e.data_format) if per_element else got
-        tol = (tensor_tol if per_element else 64 * eps32) * max(float(np.max(np.abs(want))), 1.0)
-        e.checks.append(Check(output, step, float(np.max(np.abs(got - want))), tol))
+        scale = max(float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0)), 1.0)  # (finite values set it)
+        tol = (tensor_tol if per_element else 64 * eps32) * scale
+        e.checks.append(Check(output, step, _max_diff(got, want), tol))
