@@ -47,12 +47,17 @@ def infer(schema: OpSchema, o, ins: list[logical_tensor], outs: list[logical_ten
         raise _invalid("compile: diff_gamma and diff_beta need gamma (5 inputs)")
     if backward and nd < 4 and (fmt != "NCX" or not all(lt._known() for lt in outs)):  # 3.13 aborts
         raise _invalid("compile: a rank-2/3 src needs data_format NCX and outputs with known dims")
+    # With every output's dims given, 3.13's shape inference returns at once (infer_bn_bwd_output_shape):
+    # a longer gamma is then read up to C, and a longer diff_gamma/diff_beta keeps its declared dims
+    outputs_known = all(lt._known() and lt._ltype != layout_type.any for lt in outs)
     for i, lt in enumerate(ins[1:], 1):
         where = f"compile: input {i} ({schema.inputs[i]}, id {lt._id})"
         if i in schema.data_in and lt._dims != src._dims:
             raise _invalid(f"{where} has dims {lt._dims}; src has {src._dims}")
-        # every [C] input exactly [C]: 3.13 aborts (std::bad_alloc) on a gamma of another size, so it is refused
-        if i not in schema.data_in and lt._dims != [c]:
+        gamma = schema.inputs[i] == "gamma"
+        longer_gamma = backward and outputs_known and gamma and lt.ndims() == 1 and lt._dims[0] > c
+        # every other [C] input exactly [C] (a shorter gamma would be read past its buffer: refused)
+        if i not in schema.data_in and lt._dims != [c] and not longer_gamma:
             raise _invalid(f"{where} has dims {lt._dims}; [C] = [{c}] is expected")
     resolved = []
     for i, lt in enumerate(outs):
@@ -64,8 +69,8 @@ def infer(schema: OpSchema, o, ins: list[logical_tensor], outs: list[logical_ten
                 raise _invalid(f"{where} has dims {lt._dims}; {want} is expected")
             if not data and (len(lt._dims) != 1 or lt._dims[0] < c):
                 raise _invalid(f"{where} has dims {lt._dims}; [C] = [{c}] is expected")
-            if not data and lt._dims[0] != c:  # declared longer: resolved to [C], as 3.13 does
-                out = logical_tensor(lt._id, lt._dtype, [c], layout_type.strided)
+            if not data and lt._dims[0] != c and not outputs_known:  # declared longer beside an inferred output
+                out = logical_tensor(lt._id, lt._dtype, [c], layout_type.strided)  # (resolved to [C]: not observed)
             elif lt._strides is not None:
                 out = lt
             else:
