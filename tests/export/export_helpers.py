@@ -217,14 +217,17 @@ def skip_if_missing(done: subprocess.CompletedProcess) -> None:
         pytest.skip(extras.reason("export") if "fbnops[export]" in line else line)
 
 
-def run_export(directory: str | Path, fetches: Iterable[str] | None = None, timeout: float = 1200) -> dict:
-    """Run ``DIR/run.sh``; ``{fetch: array}`` read from ``DIR/outputs`` (keys: file stems if no fetches).
+def run_export(
+    directory: str | Path, fetches: Iterable[str] | None = None, timeout: float = 1200, extra_env: dict | None = None
+) -> dict:
+    """Run ``DIR/run.sh`` (with ``extra_env`` added to the environment); ``{fetch: array}`` read from
+    ``DIR/outputs`` (keys: file stems if no fetches).
 
     A ``run.sh`` that exits 3 (the real library is missing) skips the test with the ``export``
     extra's reason; any other failure fails it, showing the program's output.
     """
     directory = Path(directory)
-    env = dict(os.environ)
+    env = dict(os.environ) | (extra_env or {})
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # this env's python3
     done = subprocess.run(["bash", str(directory / "run.sh")], capture_output=True, text=True, timeout=timeout, env=env)
     skip_if_missing(done)

@@ -11,8 +11,11 @@ refused at export time with ``UnimplementedError``; nothing is written then.
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -80,6 +83,38 @@ def test_16_bit_prototypes_where_the_cpu_has_kernels(tmp_path, capsys):
         pytest.skip(f"real oneDNN has no bfloat16/float16 batch-norm kernel on this CPU: {done.stderr.strip()}")
     actual = run_export(directory, plan.fetches)
     assert_close(actual, plan.expected, float_tolerance)
+
+
+def _onednn_313_prefix():
+    """The prefix of real oneDNN 3.13 (the onednn/onednn-devel 2026.1.0 wheels), as the mirror's oracle finds it."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "oracles" / "onednn"))
+    import onednn_oracle
+
+    found = onednn_oracle.installs().get("3.13")
+    if found is None:
+        pytest.skip("real oneDNN 3.13 not found: FBNOPS_ONEDNN_PREFIX=<prefix with the onednn 2026.1.0 wheels>")
+    return found.prefix
+
+
+def test_prototypes_run_on_onednn_3_13_through_onednn_prefix(tmp_path, capsys):
+    """The same exported programs built against oneDNN 3.13 (``ONEDNN_PREFIX=<prefix> ./run.sh``, the SYCL
+    wheels' run-time libraries set up by run.sh): every float32 prototype, and the bfloat16/float16 ones
+    where this CPU has their kernels, agree with fbnops."""
+    env = {"ONEDNN_PREFIX": str(_onednn_313_prefix())}
+    f32 = [p for p in prototypes(dtypes=("float32",), second_order=False) if expressible(p)]
+    plan, directory = _export(f32, tmp_path / "f32")
+    worst = assert_close(run_export(directory, plan.fetches, extra_env=env), plan.expected, float_tolerance)
+    half = [p for p in prototypes(versions=("V3",), dtypes=("bfloat16", "float16"), second_order=False)
+            if expressible(p) and p.data_format in ("NHWC", "NCHW")]  # fmt: skip
+    plan16, directory16 = _export(half, tmp_path / "b16")
+    done = subprocess.run(["bash", str(directory16 / "run.sh")], capture_output=True, text=True, timeout=1200,
+                          env=dict(os.environ) | env)  # fmt: skip
+    note = "no bfloat16/float16 kernels on this CPU" if done.returncode == EXIT_UNSUPPORTED else None
+    if note is None:
+        assert_close(run_export(directory16, plan16.fetches, extra_env=env), plan16.expected, float_tolerance)
+    with capsys.disabled():
+        print(f"\n{TARGET} on oneDNN 3.13: {len(f32)} float32 prototypes, max |diff| {worst:.2e}; "
+              f"{len(half)} bfloat16/float16 prototypes: {note or 'agree'}")  # fmt: skip
 
 
 def test_support_ops_transpose_addn_oneslike_identity(tmp_path):

@@ -183,17 +183,22 @@ def main_cpp(plan: ExportPlan, prog: _Program, writes: list[str]) -> str:
 def run_sh(plan: ExportPlan) -> str:
     return f"""#!/bin/sh
 # Build main.cpp against oneDNN Graph (oneDNN 3.2: {WHEELS}),
-# found in the Python environment this script runs in, then run it. Exit 3: the library is missing;
+# found in the Python environment this script runs in, or in the prefix ONEDNN_PREFIX names (e.g. one
+# with the onednn/onednn-devel 2026.1.0 wheels: oneDNN 3.13), then run it. Exit 3: the library is missing;
 # 4: a partition is not supported (or has no kernel) on this CPU; 1: a dnnl::error (its status is printed).
 set -e
 cd "$(dirname "$0")"
 PYTHON="${{PYTHON:-python3}}"
-PREFIX=$("$PYTHON" -c 'import sys, pathlib; p = pathlib.Path(sys.prefix)
+PREFIX=$("$PYTHON" -c 'import os, sys, pathlib; p = pathlib.Path(os.environ.get("ONEDNN_PREFIX") or sys.prefix)
 print(p if (p / "include/oneapi/dnnl/dnnl_graph.hpp").exists() and list((p / "lib").glob("libdnnl.so*")) else "")' \\
     2>/dev/null || true)
 if [ -z "$PREFIX" ]; then
     echo "run.sh: oneDNN Graph (dnnl_graph.hpp, libdnnl) not found: pip install 'fbnops[export]' ({WHEELS})"
     exit 3
+fi
+if [ -e "$PREFIX/lib/libintelocl.so" ]; then  # the SYCL-runtime wheels (3.13): their libraries and OpenCL CPU driver
+    export LD_LIBRARY_PATH="$PREFIX/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
+    export OCL_ICD_FILENAMES="$PREFIX/lib/libintelocl.so"
 fi
 CXX="${{CXX:-g++}}"
 if ! command -v "$CXX" >/dev/null 2>&1; then
