@@ -186,14 +186,10 @@ def explain(x, dy, scale, offset, *, mean=None, variance=None, epsilon: float = 
     return e
 
 
+@np.errstate(invalid="ignore", divide="ignore", over="ignore")
 def _intermediates(x, dy, gamma, beta, mean, variance, eps, training) -> dict[str, np.ndarray]:
     """The math, in float64 on (C, n) views; names as in the step tables.  A variance + epsilon of 0
     or below gives infinities and NaNs, as it does in the op: they are shown, not warned about."""
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return _math(x, dy, gamma, beta, mean, variance, eps, training)
-
-
-def _math(x, dy, gamma, beta, mean, variance, eps, training) -> dict[str, np.ndarray]:
     n = x.shape[1]
     v: dict[str, np.ndarray] = {"n": np.array([float(n)])}
     if training:
