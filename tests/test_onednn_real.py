@@ -51,7 +51,7 @@ def _install(version: str) -> oracle.Install:
         pytest.skip(
             extras.reason("onednn")
             if version == "3.2"  # the extra's wheels; 3.13 is not on PyPI's extra
-            else f"real oneDNN {version} not found: FBNOPS_ONEDNN_PREFIX=<prefix with the onednn 2026.1.0 wheels>"
+            else oracle.not_found(version)
         )
     return found[version]
 

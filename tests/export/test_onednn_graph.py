@@ -92,7 +92,7 @@ def _onednn_313_prefix():
 
     found = onednn_oracle.installs().get("3.13")
     if found is None:
-        pytest.skip("real oneDNN 3.13 not found: FBNOPS_ONEDNN_PREFIX=<prefix with the onednn 2026.1.0 wheels>")
+        pytest.skip(onednn_oracle.not_found("3.13"))
     return found.prefix
 
 

@@ -69,6 +69,11 @@ def _candidates() -> list[Path]:
     return out
 
 
+def not_found(version: str) -> str:
+    """Why a test of real oneDNN ``version`` skips (3.13 is not on PyPI's extra: it needs a prefix of its own)."""
+    return f"real oneDNN {version} not found: FBNOPS_ONEDNN_PREFIX=<prefix with the onednn 2026.1.0 wheels>"
+
+
 def installs() -> dict[str, Install]:
     """The oneDNN installs found, by minor version name ("3.2", "3.13")."""
     found = {}
