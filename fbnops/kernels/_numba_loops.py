@@ -34,15 +34,15 @@ from ._plan import (
     Plan,
     Reduce,
     _adds_to,
-    _cached,
     _prefetches,
     _reduce_inputs,
+    _strips,
     apply_mode,
 )
 
 assert FOLD_WAYS == 8, "_fold_run is written out for eight running totals"
 _prefetches = njit(inline="always")(_prefetches)  # (the rules the Cython kernels compile from _plan.py)
-_cached = njit(inline="always")(_cached)
+_strips = njit(inline="always")(_strips)
 _reduce_inputs = njit(inline="always")(_reduce_inputs)
 _adds_to = njit(inline="always")(_adds_to)
 
@@ -68,16 +68,16 @@ def _block_bounds(p, item):
 
 @njit(inline="always")
 def _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part):
-    """Partials of one channels-last item into part[2][width] (lane j: channel j % C).  Inputs in
-    the caches (_plan._cached): the full rows as spans of one row each, which the sweep adds a
-    group of rows at a time, then a short last row alone; else the item as one span, row by row."""
+    """Partials of one channels-last item into part[2][width] (lane j: channel j % C).  Rows in
+    strips (_plan._strips): the full rows as spans of one row each, which the sweep adds a group
+    of rows at a time, then a short last row alone; else the item as one span, row by row."""
     a, b, m_tile, part = borrowed(a), borrowed(b), borrowed(m_tile), borrowed(part)  # (_numba_fp.borrowed: each
     acc0, acc1 = borrowed(acc0), borrowed(acc1)  # view and call below counted them; 0.96x of 25 items' time)
     e0, e1 = _row_bounds(p, item)
     W = p.width
     _clear(acc0), _clear(acc1), _clear(part[0]), _clear(part[1])
     full, nrows = 0, 0
-    if _cached(p.outer * p.C * p.inner, a.itemsize, _reduce_inputs(mode), CACHED_MAX_BYTES):
+    if _strips(p.outer * p.C * p.inner, a.itemsize, _reduce_inputs(mode), CACHED_MAX_BYTES):
         full = (e1 - e0) // W
         nrows = _reduce(mode, a, b, e0, W, full, W, W, m_tile, acc0, acc1, part[0], part[1], 0)
     if e0 + full * W < e1:

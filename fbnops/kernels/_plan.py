@@ -47,7 +47,7 @@ MAX_ROW_ITEMS = 64
 PLANE_ITEM_BYTES = 4 << 20  # channels-first: bytes of (x, dy) per item: about one L2
 MIN_ITEMS = 16  # channels-first: split channels so that few channels still share out
 STREAM_MIN_BYTES = 4 << 20  # apply passes moving this many bytes (inputs + output) stream (see _streams)
-CACHED_MAX_BYTES = 8 << 20  # a pass's inputs under this many bytes are taken to be in the caches (see _cached)
+CACHED_MAX_BYTES = 8 << 20  # a gradient pass's inputs under this many bytes are taken to be in the caches (_strips)
 SERIAL_BELOW = 1 << 15  # below this many elements one thread beats waking a team (~1-2 us per region)
 RUN_MIN_INNER = 128  # channels-first: planes this long are applied run by run, with scalar coefficients
 PREFETCH_MAX_BYTES = 128 << 10  # fused channel blocks of at most this many input bytes request the next block's
@@ -208,13 +208,15 @@ def _streams(channels_last, block, elems, itemsize, full, threshold):
     return _moves(elems, itemsize, full) >= threshold
 
 
-def _cached(elems, itemsize, ninputs, threshold):
-    """Whether a pass's inputs (`ninputs` tensors of `elems` values) fit in the caches, below
-    `threshold` (CACHED_MAX_BYTES): its reductions then add rows in groups, each lane total loaded and
-    stored once per group, which reads rows out of address order; from memory, address order
-    streams better (Numba's channels-last rows grouped from memory: float16 (32,56,56,64)
-    gradients 1.73x Cython's time, against 1.16x row by row; in cache the 16-bit forwards gain)."""
-    return elems * itemsize * ninputs < threshold
+def _strips(elems, itemsize, ninputs, threshold):
+    """Whether a reduction pass reading `ninputs` tensors of `elems` values adds its rows in strips
+    (groups of rows, each lane total loaded and stored once per group, which reads the rows out of
+    address order).  A forward's passes (one input) always do: measured from memory too, 0.93 of
+    the time by median (float16 channels-last 0.82-0.91).  A gradient's pass (x and dy) does only
+    when its inputs fit in the caches, under `threshold` (CACHED_MAX_BYTES): from memory, its 16
+    streams lose (the C kernels' 16-bit ones up to 1.13x; Numba's float16 (32,56,56,64) gradients 1.73x Cython's time,
+    against 1.16x row by row).  A threshold of 0 (the test hook) turns strips off."""
+    return threshold > 0 and (ninputs == 1 or elems * itemsize * ninputs < threshold)
 
 
 def _inputs(amode):
@@ -225,7 +227,7 @@ def _inputs(amode):
 
 def _reduce_inputs(mode):
     """The tensors a reduction pass reads (a Reduce value in): x and dy for a gradient's, x alone
-    for a forward's (whether they sit in the caches: _cached)."""
+    for a forward's (whether its rows go in strips: _strips)."""
     return 2 if mode == Reduce.RED_GRAD else 1
 
 
@@ -330,7 +332,7 @@ def render_plan_pxd() -> str:
     lines += ["", ""]
     lines += _as_cython(_gcd, "Py_ssize_t") + _as_cython(_ceil_div, "Py_ssize_t")
     lines += _as_cython(_partition, "Plan") + _as_cython(_moves, "Py_ssize_t") + _as_cython(_streams, "bint")
-    lines += _as_cython(_cached, "bint") + _as_cython(_inputs, "Py_ssize_t") + _as_cython(_reduce_inputs, "Py_ssize_t")
+    lines += _as_cython(_strips, "bint") + _as_cython(_inputs, "Py_ssize_t") + _as_cython(_reduce_inputs, "Py_ssize_t")
     lines += _as_cython(_adds_to, "bint") + _as_cython(_prefetches, "bint")
     signature = "Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, Py_ssize_t itemsize"
     lines += [

@@ -36,7 +36,7 @@ from libc.string cimport memcpy
 from ._fp cimport NarrowRuns, fb_bf16, fb_f64_lanes, fb_half, fb_narrow_bf16_run, fb_narrow_half_run, load, storage_t, store
 from ._openmp cimport FBNOPS_OPENMP_ENABLED
 from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FOLD_WAYS, FWD_INFER, FWD_TRAIN, GRAD_FROZEN, GRAD_TRAIN, MAX_W,
-                    STRIP_PIECES, _adds_to, _cached, _ceil_div, _inputs, _prefetches, _reduce_inputs, _streams,
+                    STRIP_PIECES, _adds_to, _ceil_div, _inputs, _prefetches, _reduce_inputs, _streams, _strips,
                     RED_GRAD, RED_SQ, RED_SUM, STREAM_MIN_BYTES, CACHED_MAX_BYTES, Apply, Op, Plan, Reduce, make_plan)
 
 cnp.import_array()
@@ -183,15 +183,15 @@ cdef inline bint streams(const Plan* P, Py_ssize_t itemsize, Apply amode) noexce
     return _streams(P.channels_last, P.block, P.outer * P.C * P.inner, itemsize, amode == APPLY_FULL, stream_min_bytes)
 
 
-cdef inline bint inputs_cached(const Plan* P, Py_ssize_t itemsize, int ninputs) noexcept nogil:
-    """Whether the inputs fit in the caches (_plan._cached): reductions then keep their lane totals
-    in registers across rows (strips)."""
-    return _cached(P.outer * P.C * P.inner, itemsize, ninputs, cached_max_bytes)
+cdef inline bint in_strips(const Plan* P, Py_ssize_t itemsize, int ninputs) noexcept nogil:
+    """Whether a reduction pass adds its rows in strips, several rows per load and store of its lane
+    totals (_plan._strips)."""
+    return _strips(P.outer * P.C * P.inner, itemsize, ninputs, cached_max_bytes)
 
 
 cdef void fused_block(const Plan* P, Params* params, Py_ssize_t item, const Reduce* passes, int npasses,
                       Apply amode, const storage_t* a, const storage_t* b, storage_t* out, bint stream,
-                      bint cached, bint prefetch) noexcept nogil:
+                      bint strips, bint prefetch) noexcept nogil:
     """A whole channel block in one item: reduce, coefficients, apply while it is in cache
     (after the first pass, the block is in cache whatever the inputs' size); with `prefetch`, the
     apply requests the next block's planes (_plan._prefetches)."""
@@ -201,7 +201,7 @@ cdef void fused_block(const Plan* P, Params* params, Py_ssize_t item, const Redu
     cdef int p
     block_bounds(P, item, &c0, &nch, &n0, &n1)
     for p in range(npasses):
-        reduce_plane_item(P, passes[p], item, a, b, params.center, s, cached or p > 0)
+        reduce_plane_item(P, passes[p], item, a, b, params.center, s, strips or p > 0)
         for c in range(nch):
             channel_done(params, p, c0 + c, s[c], s[P.block + c])
     apply_plane_item(P, params, amode, item, a, b, out, stream, prefetch)
@@ -267,7 +267,7 @@ cdef struct Work:
     Reduce passes[2]
     Apply amode
     bint stream         # FUSED/APPLY: the output is written with non-temporal stores
-    bint cached         # FUSED/REDUCE: the inputs fit in the caches (see inputs_cached)
+    bint strips         # FUSED/REDUCE: rows added in strips (see in_strips)
     bint prefetch       # FUSED: each block requests the next one's planes as it applies
     bint backward       # REDUCE/APPLY: each thread runs its items last first (see for_items)
 
@@ -277,13 +277,13 @@ cdef void do_item(const Work* w, const storage_t* a, const storage_t* b, storage
     cdef const Plan* P = w.P
     cdef Py_ssize_t W = P.width
     if w.region == FUSED:
-        fused_block(P, w.params, item, w.passes, w.npasses, w.amode, a, b, out, w.stream, w.cached, w.prefetch)
+        fused_block(P, w.params, item, w.passes, w.npasses, w.amode, a, b, out, w.stream, w.strips, w.prefetch)
     elif w.region == REDUCE:
         if P.channels_last:
             reduce_row_item(P, w.mode, item, a, b, w.S.tiles + 3 * W,
-                            w.S.acc + item * 2 * W, w.S.part + item * 2 * W, w.cached)
+                            w.S.acc + item * 2 * W, w.S.part + item * 2 * W, w.strips)
         else:
-            reduce_plane_item(P, w.mode, item, a, b, w.params.center, w.S.part + 2 * P.block * item, w.cached)
+            reduce_plane_item(P, w.mode, item, a, b, w.params.center, w.S.part + 2 * P.block * item, w.strips)
     elif P.channels_last:
         apply_row_item(P, w.amode, item, a, b, out, w.S.tiles, w.stream)
     else:
@@ -325,7 +325,7 @@ cdef inline Work make_work(const Plan* P, Params* params, const Scratch* S, Regi
     w.passes[1] = RED_GRAD
     w.amode = APPLY_A
     w.stream = False
-    w.cached = False
+    w.strips = False
     w.prefetch = False
     w.backward = False
     return w
@@ -340,7 +340,7 @@ cdef void reduce_pass(const Plan* P, Params* params, Reduce mode, const Scratch*
     cdef Work w = make_work(P, params, S, REDUCE)
     w.mode = mode
     w.backward = backward
-    w.cached = inputs_cached(P, sizeof(storage_t), _reduce_inputs(mode))
+    w.strips = in_strips(P, sizeof(storage_t), _reduce_inputs(mode))
     if P.channels_last:
         tile_channels(P, params.center, S.tiles + 3 * P.width)  # a reduction reads only the centers
     for_items(&w, P.nitems, nthreads, a, b, <storage_t*> NULL)
@@ -377,13 +377,13 @@ cdef void run(const Plan* P, Params* params, const storage_t* a, const storage_t
         w.passes[0] = RED_GRAD
         w.npasses = 1
         w.amode = APPLY_FULL if params.op == GRAD_TRAIN else APPLY_B
-        w.cached = inputs_cached(P, sizeof(storage_t), _reduce_inputs(RED_GRAD))
+        w.strips = in_strips(P, sizeof(storage_t), _reduce_inputs(RED_GRAD))
     elif params.op == FWD_TRAIN:
         w.passes[0] = RED_SUM
         w.passes[1] = RED_SQ
         w.npasses = 2
         w.amode = APPLY_A
-        w.cached = inputs_cached(P, sizeof(storage_t), _reduce_inputs(RED_SUM))
+        w.strips = in_strips(P, sizeof(storage_t), _reduce_inputs(RED_SUM))
     else:
         w.amode = APPLY_A
     w.stream = streams(P, sizeof(storage_t), w.amode)

@@ -262,17 +262,17 @@ cdef inline double fold_lanes(const lane_t* v, Py_ssize_t n) noexcept nogil:
 
 cdef inline void reduce_span(Reduce mode, const storage_t* a, const storage_t* b, Py_ssize_t start,
                              Py_ssize_t stop, Py_ssize_t W, const float* m, float* acc, double* part,
-                             LaneBlock* state, bint cached) noexcept nogil:
+                             LaneBlock* state, bint strips) noexcept nogil:
     """Accumulate elements [start, stop) as rows of W lanes (the last row may be short).
 
     float32 lanes ``acc[0:2W]`` take at most BLOCK_ROWS rows, then flush into the
     float64 ``part``; the row count carries over between spans of the same item.  Rows
-    in cache are summed in strips (reduce_strided), rows from memory one by one.
+    in strips go several at a time (reduce_strided, see _plan._strips), the others one by one.
     """
     cdef Py_ssize_t n, pos = start
     while pos < stop:
         n = min((stop - pos) // W, BLOCK_ROWS - state.rows)
-        if n > 0 and cached:
+        if n > 0 and strips:
             reduce_strided(mode, a + pos, b + pos, n, W, W, W, m, acc, acc + W)
             pos += n * W
         elif n > 0:
@@ -304,14 +304,14 @@ cdef inline void row_item_bounds(const Plan* P, Py_ssize_t item, Py_ssize_t* r0,
 
 
 cdef void reduce_row_item(const Plan* P, Reduce mode, Py_ssize_t item, const storage_t* a,
-                          const storage_t* b, const float* m_tile, float* acc, double* part, bint cached) noexcept nogil:
+                          const storage_t* b, const float* m_tile, float* acc, double* part, bint strips) noexcept nogil:
     cdef Py_ssize_t r0, r1, tail, j, lo, hi, W = P.width
     cdef LaneBlock state = LaneBlock(0, False)
     used_lanes(mode, W, &lo, &hi)
     for j in range(lo, hi):  # (only the totals the pass adds to: combine_rows reads only those)
         acc[j] = 0
     row_item_bounds(P, item, &r0, &r1, &tail)
-    reduce_span(mode, a, b, r0 * W, r1 * W + tail, W, m_tile, acc, part, &state, cached)
+    reduce_span(mode, a, b, r0 * W, r1 * W + tail, W, m_tile, acc, part, &state, strips)
     flush(mode, W, acc, part, &state)  # (assigns part, if no span flushed)
 
 
@@ -352,7 +352,7 @@ cdef inline void fold_channels(const Plan* P, Reduce mode, Py_ssize_t nch, const
 
 
 cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const storage_t* a,
-                            const storage_t* b, const float* center, double* sums, bint in_cache) noexcept nogil:
+                            const storage_t* b, const float* center, double* sums, bint strips) noexcept nogil:
     """Totals of one (channel block, batch range) item: sums[0:nch] and sums[block:block+nch].
 
     Each batch index contributes the item's planes as rows of `width` lanes; lane j
@@ -379,9 +379,9 @@ cdef void reduce_plane_item(const Plan* P, Reduce mode, Py_ssize_t item, const s
     n = n0
     while n < n1:
         base = (n * P.C + c0) * P.inner
-        k = min(n1 - n, (BLOCK_ROWS - state.rows) // pieces, STRIP_PIECES // pieces) if in_cache else 0
+        k = min(n1 - n, (BLOCK_ROWS - state.rows) // pieces, STRIP_PIECES // pieces) if strips else 0
         if k == 0:  # large planes, or a flush falls inside this batch index's planes
-            reduce_span(mode, a, b, base, base + span, W, m_tile, acc, lanes, &state, in_cache)
+            reduce_span(mode, a, b, base, base + span, W, m_tile, acc, lanes, &state, strips)
             n += 1
             continue
         reduce_strided(mode, a + base, b + base, k, P.C * P.inner, span, W, m_tile, acc, acc + W)

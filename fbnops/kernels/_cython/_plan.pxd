@@ -110,13 +110,15 @@ cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t
     return _moves(elems, itemsize, full) >= threshold
 
 
-cdef inline bint _cached(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t ninputs, Py_ssize_t threshold) noexcept nogil:
-    """Whether a pass's inputs (`ninputs` tensors of `elems` values) fit in the caches, below
-    `threshold` (CACHED_MAX_BYTES): its reductions then add rows in groups, each lane total loaded and
-    stored once per group, which reads rows out of address order; from memory, address order
-    streams better (Numba's channels-last rows grouped from memory: float16 (32,56,56,64)
-    gradients 1.73x Cython's time, against 1.16x row by row; in cache the 16-bit forwards gain)."""
-    return elems * itemsize * ninputs < threshold
+cdef inline bint _strips(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t ninputs, Py_ssize_t threshold) noexcept nogil:
+    """Whether a reduction pass reading `ninputs` tensors of `elems` values adds its rows in strips
+    (groups of rows, each lane total loaded and stored once per group, which reads the rows out of
+    address order).  A forward's passes (one input) always do: measured from memory too, 0.93 of
+    the time by median (float16 channels-last 0.82-0.91).  A gradient's pass (x and dy) does only
+    when its inputs fit in the caches, under `threshold` (CACHED_MAX_BYTES): from memory, its 16
+    streams lose (the C kernels' 16-bit ones up to 1.13x; Numba's float16 (32,56,56,64) gradients 1.73x Cython's time,
+    against 1.16x row by row).  A threshold of 0 (the test hook) turns strips off."""
+    return threshold > 0 and (ninputs == 1 or elems * itemsize * ninputs < threshold)
 
 
 cdef inline Py_ssize_t _inputs(Py_ssize_t amode) noexcept nogil:
@@ -127,7 +129,7 @@ cdef inline Py_ssize_t _inputs(Py_ssize_t amode) noexcept nogil:
 
 cdef inline Py_ssize_t _reduce_inputs(Py_ssize_t mode) noexcept nogil:
     """The tensors a reduction pass reads (a Reduce value in): x and dy for a gradient's, x alone
-    for a forward's (whether they sit in the caches: _cached)."""
+    for a forward's (whether its rows go in strips: _strips)."""
     return 2 if mode == Reduce.RED_GRAD else 1
 
 
