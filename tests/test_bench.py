@@ -150,12 +150,26 @@ def test_the_compute_bound_counts_and_limits():
     assert bound.pass_costs("NHWC", "float16")["apply"].fp > nhwc["apply"].fp
 
 
+def test_the_compute_bound_sizes_fill_up_to_half_of_l2():
+    from fbnops.tools.bench import bound
+
+    block = 16 * 784
+    assert bound.sizes_in_l2(block, 512 << 10) == [block, 2 * block, 3 * block]  # (as before: 451 KB)
+    sizes = bound.sizes_in_l2(block, 2 << 20)
+    assert len(sizes) == bound.MAX_SIZES and sizes[0] == block and all(n % block == 0 for n in sizes)
+    assert 3 * 4 * sizes[-1] <= (2 << 20) // 2 < 3 * 4 * (sizes[-1] + block)
+    assert bound.l2_bytes() > 0
+
+
 def test_the_compute_bound_measures_slopes_on_one_thread():
     from fbnops.tools.bench import bound
 
     measured = bound.measure("NHWC", "float32", repeats=3)
     assert set(measured) == {"reduce", "apply", "gradient"}
-    assert all(np.isfinite(ns) and np.isfinite(fixed) for ns, fixed in measured.values())
+    assert all(np.isfinite(fit.ns) and np.isfinite(fit.fixed_ns) and fit.r2 <= 1 for fit in measured.values())
+    # a fit is marked unreliable, not printed as a ratio, when the line does not explain the times
+    assert bound.Slope(0.2, 1000.0, 0.99).reliable
+    assert not bound.Slope(-0.7, 44000.0, 0.99).reliable and not bound.Slope(0.2, 1000.0, 0.5).reliable
     ghz, source = bound.case_clock_ghz()  # the clock the bound divides by, and where it came from
     assert source in ("measured", "/proc/cpuinfo", "assumed") and 0.3 < ghz < 8
 

@@ -5,14 +5,19 @@ loads, stores, floating-point operations and 16-bit conversions the kernels issu
 (the loops of ``fbnops/kernels/_cython/_loops.pxi``), turns them into cycles with an
 AVX2 core's issue limits (2 loads, 1 store, 2 FP ops per cycle; 8 float32 lanes), and
 compares with the measured cost on one thread for data in L2.  The measured cost is the
-slope of time against size over a few L2-resident sizes, so the fixed cost of a call
-(validation, scratch, thread start) is not counted in it; that cost is reported apart.
+slope of time against size over L2-resident sizes (as many as this CPU's L2 holds, timed in
+interleaved rounds), so the fixed cost of a call (validation, scratch, thread start) is not
+counted in it; that cost is reported apart.  A fit that does not explain the times (a slope of
+zero or less, or an r^2 under MIN_R2: a machine too noisy for it) is marked, not printed as a
+ratio.
 """
 
 from __future__ import annotations
 
+import glob
 import statistics
 import time
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -22,6 +27,11 @@ from .machine_load import clock_ghz
 
 VECTOR_FLOATS = 8  # float32 values in one AVX2 register (not the kernels' LANES, their row block)
 ISSUE = {"load": 2, "store": 1, "fp": 2}  # per cycle, per core (Zen 2/3 and Skylake alike)
+L2_UNKNOWN = 512 << 10  # assumed where sysfs does not say
+MAX_SIZES = 6  # sizes in the fit
+ROUNDS = 10  # interleaved rounds over the sizes
+MIN_R2 = 0.9  # a fit explaining less of the times' variance is marked unreliable
+CLOCK_SAMPLES = 3  # clock samples per case; the fastest is taken
 
 
 class PassCost(NamedTuple):
@@ -81,17 +91,59 @@ def median_seconds(fn, repeats: int) -> float:
     return statistics.median(samples)
 
 
-def _slope_ns(fn_for_size, sizes: list[int], repeats: int) -> tuple[float, float]:
-    """(ns per element, fixed ns per call): least squares over sizes of the median times."""
-    times = []
-    for n in sizes:
-        times.append(median_seconds(fn_for_size(n), repeats) * 1e9)
-    slope, intercept = np.polyfit(np.array(sizes, float), np.array(times), 1)
-    return float(slope), float(intercept)
+def l2_bytes() -> int:
+    """The L2 size of cpu0 (sysfs), or L2_UNKNOWN."""
+    for index in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
+        try:
+            level, size = (Path(index, n).read_text().strip() for n in ("level", "size"))
+        except OSError:
+            continue
+        if level == "2" and size[:-1].isdigit():
+            return int(size[:-1]) << {"K": 10, "M": 20}.get(size[-1], 0)
+    return L2_UNKNOWN
 
 
-def measure(layout: str, dtype: str, repeats: int = 200) -> dict[str, tuple[float, float]]:
-    """Measured ns/element (and fixed ns per call) of reduce, apply and the whole gradient, 1 thread."""
+def sizes_in_l2(block: int, l2: int) -> list[int]:
+    """Element counts, whole multiples of ``block``, whose gradient (x, dy and dx in float32, the
+    widest) fills up to half of an L2 of ``l2`` bytes: at most MAX_SIZES of them evenly spread, and
+    at least 1, 2 and 3 blocks (which fill an L2 of 512 KB)."""
+    most = max(3, l2 // 2 // (3 * 4 * block))
+    return sorted({block * round(1 + i * (most - 1) / (MAX_SIZES - 1)) for i in range(MAX_SIZES)})
+
+
+class Slope(NamedTuple):
+    ns: float  # per element
+    fixed_ns: float  # per call
+    r2: float  # how much of the times' variance the line explains
+
+    @property
+    def reliable(self) -> bool:
+        return self.ns > 0 and self.r2 >= MIN_R2
+
+
+def _slope_ns(fn_for_size, sizes: list[int], repeats: int) -> Slope:
+    """Least squares of time over size.  The sizes take turns within each of ROUNDS rounds (a
+    machine's drift then moves them alike) and each size's time is the median of all its calls."""
+    calls = [fn_for_size(n) for n in sizes]
+    times: list[list[float]] = [[] for _ in sizes]
+    for fn in calls:
+        fn()
+    per_round = max(1, repeats // ROUNDS)
+    for _ in range(ROUNDS):
+        for fn, samples in zip(calls, times, strict=True):
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                fn()
+                samples.append((time.perf_counter() - t0) * 1e9)
+    x, y = np.array(sizes, float), np.array([statistics.median(t) for t in times])
+    slope, intercept = np.polyfit(x, y, 1)
+    residual, spread = float(np.sum((y - (slope * x + intercept)) ** 2)), float(np.sum((y - y.mean()) ** 2))
+    return Slope(float(slope), float(intercept), 1.0 - residual / spread if spread > 0 else 0.0)
+
+
+def measure(layout: str, dtype: str, repeats: int = 200) -> dict[str, Slope]:
+    """Measured ns/element (and fixed ns per call, and the fit's r^2) of reduce, apply and the
+    whole gradient, 1 thread."""
     from ...kernels.cython_backend import _bn
 
     C = 16
@@ -117,32 +169,34 @@ def measure(layout: str, dtype: str, repeats: int = 200) -> dict[str, tuple[floa
         x, dy = arrays(n)
         return lambda: _bn.batch_norm_grad(x, dy, vec, vec, vec, epsilon=1e-3, is_training=True, num_threads=1)
 
-    # x, dy and dx of the largest size stay within a 512 KiB L2 for float32
-    sizes = [C * 784 * k for k in (1, 2, 3)]
+    sizes = sizes_in_l2(C * 784, l2_bytes())  # (NCHW: whole 28x28 planes of the C channels)
     return {name: _slope_ns(fn, sizes, repeats) for name, fn in (("reduce", reduce_for), ("apply", apply_for),
                                                                   ("gradient", grad_for))}  # fmt: skip
 
 
 def case_clock_ghz() -> tuple[float, str]:
     """The clock to turn cycles into time for the next case, and where it came from: the clock
-    this thread gets now (a chain of dependent adds), which a turbo raises and a busy host lowers;
+    this thread gets now (a chain of dependent adds), which a turbo raises and a busy host lowers,
+    the fastest of CLOCK_SAMPLES samples (a chain never runs faster than the clock; a sample taken
+    while the host ran other guests read 0.23 GHz, which made the bound ten times too slow);
     else /proc/cpuinfo's (a VM's nominal clock); else an assumed 3 GHz."""
-    now = clock_ghz()
-    if now is not None:
-        return now, "measured"
+    samples = [clock_ghz() for _ in range(CLOCK_SAMPLES)]
+    if None not in samples:
+        return max(samples), "measured"
     mhz = cpu_mhz()
     return (mhz / 1000, "/proc/cpuinfo") if mhz else (3.0, "assumed")
 
 
 def report(layouts=("NHWC", "NCHW"), dtypes_=("float32", "bfloat16", "float16"), rows_unrolled: int = 1) -> str:
     mhz = cpu_mhz()
+    unreliable = False
     lines = [
         f"# clock per case: a chain of dependent adds timed just before it (/proc/cpuinfo says "
         f"{f'{mhz / 1000:.2f} GHz' if mhz else 'nothing'}); issue per cycle: "
         f"{ISSUE['load']} loads, {ISSUE['store']} store, {ISSUE['fp']} FP ops of {VECTOR_FLOATS} floats; "
-        "1 thread, data in L2",
+        f"1 thread, data in L2 ({l2_bytes() >> 10} KB: {len(sizes_in_l2(16 * 784, l2_bytes()))} sizes)",
         f"{'case':16s} {'pass':9s} {'loads/8':>8s} {'stores/8':>8s} {'fp/8':>6s} {'GHz':>5s} {'bound ns/el':>12s} "
-        f"{'measured':>9s} {'ratio':>6s} {'fixed us':>9s}",
+        f"{'measured':>9s} {'ratio':>6s} {'fixed us':>9s} {'r^2':>5s}",
     ]
     for layout in layouts:
         for dtype in dtypes_:
@@ -155,14 +209,18 @@ def report(layouts=("NHWC", "NCHW"), dtypes_=("float32", "bfloat16", "float16"),
                     bound = sum(c.cycles_per_element() for k, c in costs.items() if k != "gradient") / ghz
                 else:
                     bound = cost.cycles_per_element() / ghz
-                ns, fixed = measured[name]
+                fit = measured[name]
                 clock = f"{ghz:5.2f}" + ("" if source == "measured" else "*")
+                ratio = f"{fit.ns / bound:6.2f}" if fit.reliable else f"{'?':>6s}"
+                unreliable |= not fit.reliable
                 lines.append(
                     f"{layout + ' ' + dtype:16s} {name:9s} {cost.load:8.2f} {cost.store:8.2f} {cost.fp:6.1f} "
-                    f"{clock} {bound:12.3f} {ns:9.3f} {ns / bound:6.2f} {fixed / 1000:9.2f}"
+                    f"{clock} {bound:12.3f} {fit.ns:9.3f} {ratio} {fit.fixed_ns / 1000:9.2f} {fit.r2:5.2f}"
                 )
     if "*" in "".join(lines[2:]):
         lines.append(f"# * not measured here: {source}")
+    if unreliable:
+        lines.append(f"# ?: the times did not fit a line (a slope of 0 or less, or r^2 under {MIN_R2}): too noisy")
     return "\n".join(lines)
 
 
