@@ -153,7 +153,7 @@ def test_the_compute_bound_counts_and_limits():
 def test_the_compute_bound_sizes_fill_up_to_half_of_l2():
     from fbnops.tools.bench import bound
 
-    block = 16 * 784
+    block = bound.FIT_C * bound.FIT_PLANE
     assert bound.sizes_in_l2(block, 512 << 10) == [block, 2 * block, 3 * block]  # (as before: 451 KB)
     sizes = bound.sizes_in_l2(block, 2 << 20)
     assert len(sizes) == bound.MAX_SIZES and sizes[0] == block and all(n % block == 0 for n in sizes)

@@ -32,6 +32,7 @@ MAX_SIZES = 6  # sizes in the fit
 ROUNDS = 10  # interleaved rounds over the sizes
 MIN_R2 = 0.9  # a fit explaining less of the times' variance is marked unreliable
 CLOCK_SAMPLES = 3  # clock samples per case; the fastest is taken
+FIT_C, FIT_PLANE = 16, 784  # the fit's channels and (NCHW) plane: sizes are whole blocks of both
 
 
 class PassCost(NamedTuple):
@@ -146,7 +147,7 @@ def measure(layout: str, dtype: str, repeats: int = 200) -> dict[str, Slope]:
     whole gradient, 1 thread."""
     from ...kernels.cython_backend import _bn
 
-    C = 16
+    C = FIT_C
     dt = dtypes.from_user_name(dtype)
     rng = np.random.default_rng(0)
     vec = np.ones(C, np.float32)
@@ -154,7 +155,7 @@ def measure(layout: str, dtype: str, repeats: int = 200) -> dict[str, Slope]:
     def arrays(n: int):
         x = rng.standard_normal(n, dtype=np.float32).astype(dt)
         dy = rng.standard_normal(n, dtype=np.float32).astype(dt)
-        shape = (n // C, C, 1) if layout == "NHWC" else (n // (C * 784), C, 784)
+        shape = (n // C, C, 1) if layout == "NHWC" else (n // (C * FIT_PLANE), C, FIT_PLANE)
         return x.reshape(shape), dy.reshape(shape)
 
     def reduce_for(n):
@@ -169,7 +170,7 @@ def measure(layout: str, dtype: str, repeats: int = 200) -> dict[str, Slope]:
         x, dy = arrays(n)
         return lambda: _bn.batch_norm_grad(x, dy, vec, vec, vec, epsilon=1e-3, is_training=True, num_threads=1)
 
-    sizes = sizes_in_l2(C * 784, l2_bytes())  # (NCHW: whole 28x28 planes of the C channels)
+    sizes = sizes_in_l2(C * FIT_PLANE, l2_bytes())  # (NCHW: whole planes of the C channels)
     return {name: _slope_ns(fn, sizes, repeats) for name, fn in (("reduce", reduce_for), ("apply", apply_for),
                                                                   ("gradient", grad_for))}  # fmt: skip
 
@@ -188,13 +189,13 @@ def case_clock_ghz() -> tuple[float, str]:
 
 
 def report(layouts=("NHWC", "NCHW"), dtypes_=("float32", "bfloat16", "float16"), rows_unrolled: int = 1) -> str:
-    mhz = cpu_mhz()
+    mhz, l2 = cpu_mhz(), l2_bytes()
     unreliable = False
     lines = [
         f"# clock per case: a chain of dependent adds timed just before it (/proc/cpuinfo says "
         f"{f'{mhz / 1000:.2f} GHz' if mhz else 'nothing'}); issue per cycle: "
         f"{ISSUE['load']} loads, {ISSUE['store']} store, {ISSUE['fp']} FP ops of {VECTOR_FLOATS} floats; "
-        f"1 thread, data in L2 ({l2_bytes() >> 10} KB: {len(sizes_in_l2(16 * 784, l2_bytes()))} sizes)",
+        f"1 thread, data in L2 ({l2 >> 10} KB: {len(sizes_in_l2(FIT_C * FIT_PLANE, l2))} sizes)",
         f"{'case':16s} {'pass':9s} {'loads/8':>8s} {'stores/8':>8s} {'fp/8':>6s} {'GHz':>5s} {'bound ns/el':>12s} "
         f"{'measured':>9s} {'ratio':>6s} {'fixed us':>9s} {'r^2':>5s}",
     ]
