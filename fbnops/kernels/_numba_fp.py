@@ -1,6 +1,6 @@
 """16-bit storage for the Numba kernels: float16 and bfloat16 as bits, exact widening,
-round-to-nearest-even narrowing (the twin of ``_cython/_fp.h``); and ``borrowed``, the
-uncounted array views of the row sweeps.
+round-to-nearest-even narrowing (the twin of ``_cython/_fp.h``); ``borrowed``, the
+uncounted array views of the row sweeps; and ``lane_totals``, the lane fold's adds as vectors.
 
 Numba has no float16/bfloat16 on the CPU: float16 data is read as ``uint16`` and
 bfloat16 bits as ``int16`` (a distinct type, so the choice is made when Numba types
@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ._plan import Apply
@@ -63,6 +64,34 @@ def borrowed(typingctx, arr):
         return view._getvalue()
 
     return arr(arr), codegen
+
+
+@intrinsic
+def lane_totals(typingctx, v, start, groups):
+    """The eight running totals of v[start:start + 8 * groups], lane start + 8i + k added into
+    total k (float64), as one vector of eight totals: the same adds in the same order as eight
+    scalar totals, which LLVM leaves scalar (a widening and an add per lane; this is 2-3x as
+    fast).  v: a contiguous float32 or float64 vector."""
+    floats = (types.float32, types.float64)
+    if not (isinstance(v, types.Array) and v.ndim == 1 and v.layout == "C" and v.dtype in floats):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, value=args[0])
+        lanes_type, totals_type = ir.VectorType(context.get_value_type(v.dtype), 8), ir.VectorType(ir.DoubleType(), 8)
+        base = builder.gep(ary.data, [args[1]])
+        totals = cgutils.alloca_once_value(builder, ir.Constant(totals_type, None))  # +0.0 each
+        with cgutils.for_range(builder, args[2]) as loop:
+            at = builder.gep(base, [builder.mul(loop.index, ir.Constant(loop.index.type, 8))])
+            lanes = builder.load(builder.bitcast(at, lanes_type.as_pointer()), align=v.dtype.bitwidth // 8)
+            if v.dtype == types.float32:
+                lanes = builder.fpext(lanes, totals_type)  # exact
+            builder.store(builder.fadd(builder.load(totals), lanes), totals)
+        result = builder.load(totals)
+        k = [builder.extract_element(result, ir.Constant(ir.IntType(32), k)) for k in range(8)]
+        return context.make_tuple(builder, signature.return_type, k)
+
+    return types.UniTuple(types.float64, 8)(v, types.intp, types.intp), codegen
 
 
 def _compiles_f16c() -> bool:

@@ -24,7 +24,7 @@ from numba import njit, prange
 
 from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, make_params, partials, tile
-from ._numba_fp import borrowed, pairs_of
+from ._numba_fp import borrowed, lane_totals, pairs_of
 from ._numba_rows import FASTMATH, _apply, _clear, _fill, _flush, _inputs, _pair_tiles_from, _reduce, _runs, _u
 from ._plan import (
     BLOCK_ROWS,
@@ -97,7 +97,7 @@ def _apply_row_item(a, b, out, amode, p, item, tiles, pairs, stream):
 def _add_lanes(t, v, j, count):
     """The eight running totals t with lanes v[j:j + count] added (lane j + k to t[k]; count <= 8).
     A lane past count adds +0.0, which changes no total: a total starts at +0.0, so it is never
-    -0.0.  With count the constant FOLD_WAYS, LLVM drops the tests.  Indices are unsigned (_u)."""
+    -0.0.  Indices are unsigned (_u)."""
     return (
         t[0] + (v[_u(j)] if count > 0 else 0.0),
         t[1] + (v[_u(j + 1)] if count > 1 else 0.0),
@@ -114,11 +114,8 @@ def _add_lanes(t, v, j, count):
 def _fold_run(v, start, n):
     """v[start:start + n] summed as the C kernels' fold_lanes does (no fastmath: as in C): lane j
     into running total j % 8, the eight joined pairwise."""
-    t = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    j, end = start, start + n - n % FOLD_WAYS
-    while j < end:
-        t = _add_lanes(t, v, j, FOLD_WAYS)
-        j += FOLD_WAYS
+    t = lane_totals(v, start, n // FOLD_WAYS)  # (the same adds, as vectors)
+    j = start + n - n % FOLD_WAYS
     t = _add_lanes(t, v, j, start + n - j)  # (the last lanes, fewer than eight)
     return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]))
 
