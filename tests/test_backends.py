@@ -139,6 +139,34 @@ def test_numba_streamed_outputs_are_bitwise_cythons(monkeypatch):
     assert not changed, f"streaming changed {len(changed)} of Numba's outputs, e.g. {changed[:5]}"
 
 
+def test_numba_streamed_stores_are_non_temporal():
+    """The streamed row compiles to non-temporal stores for every storage dtype (vmovntps,
+    vmovntdq), not only to the same bytes: with AVX512-FP16, LLVM had compiled a float16 row's
+    nontemporal stores as ordinary ones (vmovdqa64), read for ownership line by line."""
+    extras.require_backend("numba")
+    import re
+
+    from numba import njit
+
+    from fbnops.kernels import numba_backend
+    from fbnops.kernels._numba_stream import stream_fence, streamed_row
+    from fbnops.kernels._plan import Apply
+
+    mode = int(Apply.APPLY_A)  # (a free variable: a compile-time constant to Numba)
+
+    @njit
+    def row(a, out, coefficient):
+        streamed_row(a, a, out, mode, 0, a.shape[0], coefficient, coefficient, coefficient, coefficient)
+        stream_fence()
+
+    storage = [np.float32, np.int16] + ([np.uint16] if numba_backend.HARDWARE_HALF else [])
+    for dtype in storage:
+        a = np.zeros(256, dtype)
+        row(a, np.empty_like(a), np.float32(1))
+        asm = row.inspect_asm(row.signatures[-1])
+        assert re.search(r"\bv?movnt(ps|dq)\b", asm), f"{np.dtype(dtype)}: no non-temporal store in the streamed row"
+
+
 def test_numba_float64_totals_are_bitwise_cythons():
     """The per-channel float64 totals, before any rounding to float32, on values from 2^-40 to
     2^40: there the float64 fold of a channel's lanes is inexact, and the bits are equal only if

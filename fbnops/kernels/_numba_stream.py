@@ -14,7 +14,7 @@ a streaming intrinsic, ran slower than ordinary stores (see docs/performance.md)
 
 from __future__ import annotations
 
-from llvmlite import ir
+from llvmlite import binding, ir
 from numba import njit, types
 from numba.core import cgutils, errors
 from numba.extending import intrinsic, overload
@@ -23,6 +23,8 @@ from ._numba_fp import FASTMATH, _apply1, _load, _store
 from ._plan import Apply
 
 LANES8 = 8  # values per streamed store: 32 bytes of float32, 16 of a 16-bit type
+
+binding.initialize_native_asmparser()  # (for the inline vmovntdq of _store_streamed; Numba registers no parser)
 
 _F32 = ir.FloatType()
 _V8 = ir.VectorType(_F32, LANES8)
@@ -40,7 +42,15 @@ def _at(context, builder, ty, value, index, pointee):
 
 
 def _store_streamed(builder, value, at, align):
-    """A non-temporal store of value at `at` (aligned to `align` bytes)."""
+    """A non-temporal store of value at `at` (aligned to `align` bytes).  16-bit values are stored
+    by an inline vmovntdq: LLVM folds their bitcasts into a store of half-precision values, and
+    with AVX512-FP16 it selected an ordinary store (vmovdqa64) for those, nontemporal or not."""
+    if value.type.element in (ir.HalfType(), ir.IntType(16)):
+        words = ir.VectorType(ir.IntType(64), value.type.count // 4)  # (16 or 32 bytes: xmm or ymm)
+        store = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [words, at.type]), "vmovntdq $0, ($1)", "x,r,~{memory}",
+                             side_effect=True)  # fmt: skip
+        builder.call(store, [builder.bitcast(value, words), at])
+        return
     store = builder.store(value, at, align=align)
     store.set_metadata("nontemporal", builder.module.add_metadata([_I32(1)]))
 
