@@ -94,20 +94,20 @@ def lane_totals(typingctx, v, start, groups):
     return types.UniTuple(types.float64, 8)(v, types.intp, types.intp), codegen
 
 
-def _compiles_f16c() -> bool:
-    """Whether Numba compiles for a CPU with F16C (vcvtph2ps / vcvtps2ph); False if unknown."""
+def compiles_for(feature: str) -> bool:
+    """Whether Numba compiles for a CPU with this LLVM feature ("f16c", "avx"); False if unknown."""
     try:
         from numba.core.registry import cpu_target
 
-        return "+f16c" in cpu_target.target_context.codegen()._tm_features.split(",")
-    except (ImportError, AttributeError):  # a Numba without this private attribute: the integer path
+        return f"+{feature}" in cpu_target.target_context.codegen()._tm_features.split(",")
+    except (ImportError, AttributeError):  # a Numba without this private attribute: the portable paths
         return False
 
 
 # With F16C, LLVM's half <-> float conversions are the x86-64-v3 Cython build's instructions
 # (the same bits, round to nearest even) and vectorize 8 at a time; the integer twins of
 # _fp.h below are the portable path.
-HARDWARE_HALF = _compiles_f16c()
+HARDWARE_HALF = compiles_for("f16c")
 
 
 @intrinsic

@@ -19,12 +19,16 @@ from numba import njit, types
 from numba.core import cgutils, errors
 from numba.extending import intrinsic, overload
 
-from ._numba_fp import FASTMATH, _apply1, _load, _store
+from ._numba_fp import FASTMATH, _apply1, _load, _store, compiles_for
 from ._plan import Apply
 
 LANES8 = 8  # values per streamed store: 32 bytes of float32, 16 of a 16-bit type
 
-binding.initialize_native_asmparser()  # (for the inline vmovntdq of _store_streamed; Numba registers no parser)
+# x86 with AVX: 16-bit streamed stores are an inline vmovntdq (see _store_streamed), for which
+# LLVM needs the assembly parser, which Numba does not register.
+INLINE_STORES = compiles_for("avx")
+if INLINE_STORES:
+    binding.initialize_native_asmparser()
 
 _F32 = ir.FloatType()
 _V8 = ir.VectorType(_F32, LANES8)
@@ -43,9 +47,10 @@ def _at(context, builder, ty, value, index, pointee):
 
 def _store_streamed(builder, value, at, align):
     """A non-temporal store of value at `at` (aligned to `align` bytes).  16-bit values are stored
-    by an inline vmovntdq: LLVM folds their bitcasts into a store of half-precision values, and
-    with AVX512-FP16 it selected an ordinary store (vmovdqa64) for those, nontemporal or not."""
-    if value.type.element in (ir.HalfType(), ir.IntType(16)):
+    by an inline vmovntdq where the CPU has AVX: LLVM folds their bitcasts into a store of
+    half-precision values, and with AVX512-FP16 it selected an ordinary store (vmovdqa64) for
+    those, nontemporal or not."""
+    if INLINE_STORES and value.type.element in (ir.HalfType(), ir.IntType(16)):
         words = ir.VectorType(ir.IntType(64), value.type.count // 4)  # (16 or 32 bytes: xmm or ymm)
         store = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [words, at.type]), "vmovntdq $0, ($1)", "x,r,~{memory}",
                              side_effect=True)  # fmt: skip
