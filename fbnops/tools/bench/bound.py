@@ -14,15 +14,14 @@ ratio.
 
 from __future__ import annotations
 
-import glob
 import statistics
 import time
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from ...framework import dtypes
+from ...framework.caches import cache_sizes
 from .machine_load import clock_ghz
 
 VECTOR_FLOATS = 8  # float32 values in one AVX2 register (not the kernels' LANES, their row block)
@@ -94,14 +93,7 @@ def median_seconds(fn, repeats: int) -> float:
 
 def l2_bytes() -> int:
     """The L2 size of cpu0 (sysfs), or L2_UNKNOWN."""
-    for index in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
-        try:
-            level, size = (Path(index, n).read_text().strip() for n in ("level", "size"))
-        except OSError:
-            continue
-        if level == "2" and size[:-1].isdigit():
-            return int(size[:-1]) << {"K": 10, "M": 20}.get(size[-1], 0)
-    return L2_UNKNOWN
+    return cache_sizes().get("L2", L2_UNKNOWN)
 
 
 def sizes_in_l2(block: int, l2: int) -> list[int]:

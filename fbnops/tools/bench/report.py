@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import platform
 import statistics
-from pathlib import Path
 
 import numpy as np
 
 from fbnops._version import __version__
+from fbnops.framework.caches import cache_sizes
 
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_bf16", "amx_bf16")
 CASE_WIDTH = 48
@@ -30,13 +29,7 @@ def machine_info(threads: int, peers: list[str]) -> dict:
                     break
     except OSError:
         pass
-    caches = {}
-    for index in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")):
-        try:
-            level, kind, size = (Path(index, n).read_text().strip() for n in ("level", "type", "size"))
-        except OSError:
-            continue
-        caches[f"L{level}{'d' if kind == 'Data' else 'i' if kind == 'Instruction' else ''}"] = size
+    caches = {name: f"{nbytes >> 10}K" for name, nbytes in cache_sizes().items()}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     versions = {"fbnops": __version__, "python": platform.python_version(), "numpy": np.__version__}
     try:

@@ -1,0 +1,25 @@
+"""fbnops.framework.caches: the CPU caches from sysfs, which the kernels' strip rule and the benchmarks read."""
+
+from __future__ import annotations
+
+import pytest
+
+from fbnops.framework import caches
+
+
+def test_sysfs_size_text_in_bytes():
+    assert caches._bytes("48K") == 48 << 10
+    assert caches._bytes("32768K") == 32 << 20
+    assert caches._bytes("1M") == 1 << 20
+    assert caches._bytes("512") == 512
+    assert caches._bytes("") is None and caches._bytes("K") is None and caches._bytes("lots") is None
+
+
+def test_this_machines_caches():
+    sizes = caches.cache_sizes()
+    if not sizes:
+        pytest.skip("sysfs gives no CPU caches here (not Linux, or /sys/devices/system/cpu hidden)")
+    assert "L1d" in sizes and all(n > 0 for n in sizes.values())
+    data = [n for name, n in sizes.items() if not name.endswith("i")]
+    assert data == sorted(data), sizes  # innermost first, each level at least as large as the one inside it
+    assert caches.last_level_cache_bytes() == data[-1]
