@@ -155,6 +155,21 @@ class TestConversions:
         assert (small_planes["block"], small_planes["run"], small_planes["width"]) == (11, 49, 539)
         assert small_planes["nitems"] == 4 * small_planes["per_channel"]  # 4 blocks, the last of 4 channels
 
+    def test_forward_strips_only_while_the_input_fits_half_the_last_level_cache(self):
+        """_strips: a forward's pass (one input) adds rows in strips below STRIP_MAX_BYTES (half the
+        last-level cache), a gradient's (x and dy) below CACHED_MAX_BYTES whatever the cache; 0 turns
+        strips off (the test hook).  An unknown cache strips every input, as on hosts whose L3 held them."""
+        from fbnops.framework.caches import last_level_cache_bytes
+        from fbnops.kernels import _plan
+
+        cached, top = _plan.CACHED_MAX_BYTES, _plan.strip_max_bytes(32 << 20)
+        assert top == 16 << 20 and _plan.strip_max_bytes(0) > 1 << 60
+        assert _plan.STRIP_MAX_BYTES == _plan.strip_max_bytes(last_level_cache_bytes())
+        assert _plan._strips(top // 2 - 1, 2, 1, cached, top) and not _plan._strips(top // 2, 2, 1, cached, top)
+        assert _plan._strips(cached // 8 - 1, 4, 2, cached, top) and not _plan._strips(cached // 8, 4, 2, cached, top)
+        assert _plan._strips(cached // 8, 4, 2, cached, 1 << 62) == _plan._strips(cached // 8, 4, 2, cached, top)
+        assert not _plan._strips(10, 4, 1, 0, top) and not _plan._strips(10, 4, 2, 0, top)
+
     def test_cython_plan_is_the_python_plan(self):
         """_plan.plan is the one definition; the C make_plan the kernels run must agree with it."""
         from fbnops.kernels import _plan

@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from ..framework.caches import last_level_cache_bytes
 from ..framework.errors import InvalidArgumentError
 from ..framework.threads import kernel_threads, serial_after_fork
 
@@ -48,6 +49,7 @@ PLANE_ITEM_BYTES = 4 << 20  # channels-first: bytes of (x, dy) per item: about o
 MIN_ITEMS = 16  # channels-first: split channels so that few channels still share out
 STREAM_MIN_BYTES = 4 << 20  # apply passes moving this many bytes (inputs + output) stream (see _streams)
 CACHED_MAX_BYTES = 8 << 20  # a gradient pass's inputs under this many bytes are taken to be in the caches (_strips)
+STRIP_MAX_SHARE = 2  # a forward's pass adds rows in strips while its input is under 1/2 the last-level cache (_strips)
 SERIAL_BELOW = 1 << 15  # below this many elements one thread beats waking a team (~1-2 us per region)
 RUN_MIN_INNER = 128  # channels-first: planes this long are applied run by run, with scalar coefficients
 PREFETCH_MAX_BYTES = 128 << 10  # fused channel blocks of at most this many input bytes request the next block's
@@ -208,15 +210,34 @@ def _streams(channels_last, block, elems, itemsize, full, threshold):
     return _moves(elems, itemsize, full) >= threshold
 
 
-def _strips(elems, itemsize, ninputs, threshold):
+def _strips(elems, itemsize, ninputs, threshold, one_input_max):
     """Whether a reduction pass reading `ninputs` tensors of `elems` values adds its rows in strips
     (groups of rows, each lane total loaded and stored once per group, which reads the rows out of
-    address order).  A forward's passes (one input) always do: measured from memory too, 0.93 of
-    the time by median (float16 channels-last 0.82-0.91).  A gradient's pass (x and dy) does only
-    when its inputs fit in the caches, under `threshold` (CACHED_MAX_BYTES): from memory, its 16
-    streams lose (the C kernels' 16-bit ones up to 1.13x; Numba's float16 (32,56,56,64) gradients 1.73x Cython's time,
-    against 1.16x row by row).  A threshold of 0 (the test hook) turns strips off."""
-    return threshold > 0 and (ninputs == 1 or elems * itemsize * ninputs < threshold)
+    address order).  A gradient's pass (x and dy) does only when its inputs fit in the caches, under
+    `threshold` (CACHED_MAX_BYTES): from memory, its 16 streams lose (the C kernels' 16-bit ones up
+    to 1.13x; Numba's float16 (32,56,56,64) gradients 1.73x Cython's time, against 1.16x row by
+    row).  A forward's passes (one input) do while the input is under `one_input_max`
+    (STRIP_MAX_BYTES: half the last-level cache, so that the input and its output stay there between
+    passes).  Strips won wherever the input was cached: 0.93 of the time by median on a host whose
+    300 MB L3 held every benchmark input.  From DRAM they lose: on an AMD Zen 5 (32 MB L3), the
+    C kernels' channels-last 16-bit forwards of 18-37 MiB took 0.64-0.87 of the time row by row,
+    float32 0.89 at 24.5 MiB, channels-first 12544-value planes 0.83-0.93; under 16 MiB 0.94-1.19.
+    A threshold of 0 (the test hook) turns strips off."""
+    return threshold > 0 and elems * itemsize * ninputs < (one_input_max if ninputs == 1 else threshold)
+
+
+def strip_max_bytes(cache_bytes=None):
+    """The largest input a forward's reductions add in strips (_strips): 1/STRIP_MAX_SHARE of the
+    last-level cache, or of `cache_bytes`; where the cache is unknown, every input (as measured on
+    hosts whose last-level cache held the inputs)."""
+    if cache_bytes is None:
+        cache_bytes = last_level_cache_bytes()
+    return (1 << 62) if not cache_bytes else cache_bytes // STRIP_MAX_SHARE
+
+
+# This host's: a function of the machine, never of the bits (strips and rows add alike), read once.
+# The C kernels read it at import; Numba compiles it in, and its cache is keyed on it (_numba_cache).
+STRIP_MAX_BYTES = strip_max_bytes()
 
 
 def _inputs(amode):

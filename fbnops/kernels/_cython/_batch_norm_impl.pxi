@@ -41,6 +41,8 @@ from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FOLD_WAYS, FWD_IN
 
 cnp.import_array()
 
+from fbnops.kernels._plan import STRIP_MAX_BYTES as _host_strip_max_bytes
+
 OPENMP_ENABLED = bool(FBNOPS_OPENMP_ENABLED)
 
 cdef extern from *:
@@ -165,6 +167,8 @@ cdef void tile_row_coefficients(const Plan* P, const Params* params, float* tile
 
 cdef Py_ssize_t stream_min_bytes = STREAM_MIN_BYTES
 cdef Py_ssize_t cached_max_bytes = CACHED_MAX_BYTES
+# The host's (from its last-level cache, read once by fbnops.kernels._plan; not a compile-time constant).
+cdef Py_ssize_t strip_max_bytes = _host_strip_max_bytes
 # Where the thresholds live, for the test hooks _tools.set_stream_min_bytes and set_cached_max_bytes
 # (tests stream small outputs, and add rows one by one, to check that the bits do not change);
 # production code never writes them.
@@ -186,7 +190,7 @@ cdef inline bint streams(const Plan* P, Py_ssize_t itemsize, Apply amode) noexce
 cdef inline bint in_strips(const Plan* P, Py_ssize_t itemsize, int ninputs) noexcept nogil:
     """Whether a reduction pass adds its rows in strips, several rows per load and store of its lane
     totals (_plan._strips)."""
-    return _strips(P.outer * P.C * P.inner, itemsize, ninputs, cached_max_bytes)
+    return _strips(P.outer * P.C * P.inner, itemsize, ninputs, cached_max_bytes, strip_max_bytes)
 
 
 cdef void fused_block(const Plan* P, Params* params, Py_ssize_t item, const Reduce* passes, int npasses,

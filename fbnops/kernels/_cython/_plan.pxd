@@ -110,15 +110,20 @@ cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t
     return _moves(elems, itemsize, full) >= threshold
 
 
-cdef inline bint _strips(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t ninputs, Py_ssize_t threshold) noexcept nogil:
+cdef inline bint _strips(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t ninputs, Py_ssize_t threshold, Py_ssize_t one_input_max) noexcept nogil:
     """Whether a reduction pass reading `ninputs` tensors of `elems` values adds its rows in strips
     (groups of rows, each lane total loaded and stored once per group, which reads the rows out of
-    address order).  A forward's passes (one input) always do: measured from memory too, 0.93 of
-    the time by median (float16 channels-last 0.82-0.91).  A gradient's pass (x and dy) does only
-    when its inputs fit in the caches, under `threshold` (CACHED_MAX_BYTES): from memory, its 16
-    streams lose (the C kernels' 16-bit ones up to 1.13x; Numba's float16 (32,56,56,64) gradients 1.73x Cython's time,
-    against 1.16x row by row).  A threshold of 0 (the test hook) turns strips off."""
-    return threshold > 0 and (ninputs == 1 or elems * itemsize * ninputs < threshold)
+    address order).  A gradient's pass (x and dy) does only when its inputs fit in the caches, under
+    `threshold` (CACHED_MAX_BYTES): from memory, its 16 streams lose (the C kernels' 16-bit ones up
+    to 1.13x; Numba's float16 (32,56,56,64) gradients 1.73x Cython's time, against 1.16x row by
+    row).  A forward's passes (one input) do while the input is under `one_input_max`
+    (STRIP_MAX_BYTES: half the last-level cache, so that the input and its output stay there between
+    passes).  Strips won wherever the input was cached: 0.93 of the time by median on a host whose
+    300 MB L3 held every benchmark input.  From DRAM they lose: on an AMD Zen 5 (32 MB L3), the
+    C kernels' channels-last 16-bit forwards of 18-37 MiB took 0.64-0.87 of the time row by row,
+    float32 0.89 at 24.5 MiB, channels-first 12544-value planes 0.83-0.93; under 16 MiB 0.94-1.19.
+    A threshold of 0 (the test hook) turns strips off."""
+    return threshold > 0 and elems * itemsize * ninputs < (one_input_max if ninputs == 1 else threshold)
 
 
 cdef inline Py_ssize_t _inputs(Py_ssize_t amode) noexcept nogil:
