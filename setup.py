@@ -27,6 +27,7 @@ from setuptools.command.build_ext import build_ext
 
 OPENMP_FLAG = "/openmp" if sys.platform == "win32" else "-fopenmp"
 V3_FLAG = "-march=x86-64-v3"
+V4_BF16_FLAGS = ["-march=x86-64-v4", "-mavx512bf16", "-mprefer-vector-width=256"]  # batch_norm_avx512 (see below)
 OPT_FLAGS = [] if sys.platform == "win32" else ["-O3", "-fno-trapping-math", "-fno-math-errno", "-falign-loops=64"]
 
 
@@ -80,11 +81,13 @@ class BuildExt(build_ext):
             print("fbnops: building WITHOUT OpenMP; kernels will run single-threaded", file=sys.stderr)
         keep = []
         for ext in self.extensions:
-            if ext.name.endswith("_avx2"):  # the optional x86-64-v3 build, chosen at import
-                if platform.machine().lower() not in ("x86_64", "amd64") or not compiler_accepts(V3_FLAG):
-                    print(f"fbnops: skipping {ext.name} (no {V3_FLAG} here)", file=sys.stderr)
+            simd = {"_avx2": [V3_FLAG], "_avx512": V4_BF16_FLAGS}.get(ext.name[ext.name.rfind("_") :])
+            if simd:  # an optional x86-64-v3 or -v4 build, chosen at import where the CPU runs it
+                x86 = platform.machine().lower() in ("x86_64", "amd64")
+                if not x86 or not all(compiler_accepts(flag) for flag in simd):
+                    print(f"fbnops: skipping {ext.name} (no {' '.join(simd)} here)", file=sys.stderr)
                     continue
-                ext.extra_compile_args += [V3_FLAG]
+                ext.extra_compile_args += simd
             ext.extra_compile_args += OPT_FLAGS + ([OPENMP_FLAG] if openmp else [])
             ext.extra_link_args += [OPENMP_FLAG] if openmp else []
             keep.append(ext)
@@ -104,10 +107,19 @@ extensions = [
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION")],
         depends=[f"{KERNEL_DIR}/{f}" for f in KERNEL_INCLUDES],
     )
-    # the portable build, the same source for x86-64-v3 (AVX2, FMA, F16C), and the tools
-    # beside the kernels (the benchmarks' streaming floor, the tests' hooks), the output pool,
-    # the reproducible tree's block sums over one-row samples (portable and x86-64-v3)
-    for name in ("batch_norm", "batch_norm_avx2", "_tools", "_outputs", "_tree_sums", "_tree_sums_avx2")
+    # the portable build, the same source for x86-64-v3 (AVX2, FMA, F16C) and for x86-64-v4 with
+    # AVX512-BF16, and the tools beside the kernels (the benchmarks' streaming floor, the tests'
+    # hooks), the output pool, the reproducible tree's block sums over one-row samples (portable
+    # and x86-64-v3)
+    for name in (
+        "batch_norm",
+        "batch_norm_avx2",
+        "batch_norm_avx512",
+        "_tools",
+        "_outputs",
+        "_tree_sums",
+        "_tree_sums_avx2",
+    )
 ]
 
 # the ops layer's one compiled helper: the call signature of the fast path (fbnops/ops/execute.py)

@@ -231,7 +231,7 @@ def cmd_info(args) -> int:
         print(f"  backend {name:9s} {state}{'  [default]' if name == fbnops.get_backend() else ''}")
     print(f"  OpenMP    {openmp}")
     print(f"  threads   {fbnops.get_num_threads()}  (fbnops.set_num_threads / FBNOPS_NUM_THREADS)")
-    print(f"  SIMD      {simd} build of the Cython kernels  (FBNOPS_SIMD=baseline forces the portable one)")
+    print(f"  SIMD      {simd} build of the Cython kernels  (FBNOPS_SIMD=baseline or x86-64-v3 forces another)")
     return EXIT_OK
 
 

@@ -300,7 +300,25 @@ def test_kernel_bits_are_locked(backend):
     assert not changed, f"{len(changed)} of {len(got)} cases changed bits, e.g. {changed[:5]}"
 
 
-@pytest.mark.parametrize("simd", ["baseline", "avx2"])
+def test_every_vector_build_has_the_locked_bits(monkeypatch):
+    """The x86-64-v3 and x86-64-v4 builds (bfloat16 narrowed by the hardware) give the same bytes:
+    each one this CPU runs is checked against the lock's ``cython`` digests, not only the one chosen."""
+    import json
+
+    from fbnops.kernels import cython_backend
+
+    builds = [b for b in cython_backend.available_builds() if b.SIMD_VARIANT != "baseline"]
+    if not builds:
+        pytest.skip("this CPU runs no x86-64-v3 or -v4 build of the kernels (or none is built here)")
+    stored = json.loads(lock.BITS_FILE.read_text())["bits"]
+    for build in builds:
+        monkeypatch.setattr(cython_backend, "_bn", build)
+        got = lock.compute_bits(("cython",))
+        changed = sorted(k for k in got if stored.get(k) != got[k])
+        assert got and not changed, f"{build.SIMD_VARIANT}: {len(changed)} cases changed bits, e.g. {changed[:5]}"
+
+
+@pytest.mark.parametrize("simd", ["baseline", "x86-64-v3", "x86-64-v4"])
 def test_non_temporal_stores_change_no_bit(simd, monkeypatch):
     """Outputs past the caches are written with streaming stores (from the registers in the
     x86-64-v3 build, each row from its first 32-byte boundary; through L1 buffers in the baseline); forcing that
@@ -308,13 +326,11 @@ def test_non_temporal_stores_change_no_bit(simd, monkeypatch):
     (With it the cache threshold goes to 0 too, so that no reduction uses strips: this also checks
     that strips and the one-row loop give the same bits.)"""
     from fbnops.kernels import cython_backend
-    from fbnops.kernels._cython import batch_norm
 
-    module = batch_norm
-    if simd == "avx2":
-        if not batch_norm.cpu_has_x86_64_v3():
-            pytest.skip("this CPU cannot run the x86-64-v3 build")
-        from fbnops.kernels._cython import batch_norm_avx2 as module
+    builds = {b.SIMD_VARIANT: b for b in cython_backend.available_builds()}
+    if simd not in builds:
+        pytest.skip(f"this CPU cannot run the {simd} build (or it is not built here)")
+    module = builds[simd]
     monkeypatch.setattr(cython_backend, "_bn", module)
     ordinary = lock.compute_bits(("cython",))
     old = tools.set_stream_min_bytes(module, 0), tools.set_cached_max_bytes(module, 0)

@@ -1,14 +1,13 @@
 """The kernels' vector narrowing to float16/bfloat16 (16 and 8 lanes at a time in the x86-64-v3
-build) rounds every value as NumPy and ml_dtypes do: to nearest even, NaN kept a NaN.
+build; bfloat16 by the hardware in the x86-64-v4 one) rounds every value as NumPy and ml_dtypes
+do: to nearest even, NaN kept a NaN, denormals kept.
 
-Each loaded build is checked (the portable one always; the x86-64-v3 one where this CPU runs
-it), on random bit patterns, every float16 rounding boundary (+-1 ulp) and special values, at
-lengths that exercise the 16-lane, 8-lane and one-by-one paths.
+Each loaded build is checked (the portable one always; the x86-64-v3 and -v4 ones where this CPU
+runs them), on random bit patterns, every float16 rounding boundary (+-1 ulp), runs of denormals
+and special values, at lengths that exercise the 16-lane, 8-lane and one-by-one paths.
 """
 
 from __future__ import annotations
-
-import importlib
 
 import ml_dtypes
 import numpy as np
@@ -19,11 +18,14 @@ from fbnops.kernels._cython import batch_norm as baseline
 from fbnops.testing import extras
 
 
-def _builds():
-    builds = [pytest.param(baseline, id="baseline")]
-    if baseline.cpu_has_x86_64_v3():
-        builds.append(pytest.param(importlib.import_module("fbnops.kernels._cython.batch_norm_avx2"), id="x86-64-v3"))
-    return builds
+def _builds(vector_only: bool = False):
+    """Every build this CPU runs (cython_backend.available_builds), or those past the portable one."""
+    from fbnops.kernels.cython_backend import available_builds
+
+    found = [b for b in available_builds() if not (vector_only and b is baseline)]
+    return [pytest.param(b, id=b.SIMD_VARIANT) for b in found] or [
+        pytest.param(None, marks=pytest.mark.skip(reason="this CPU runs no x86-64-v3 or -v4 build of the kernels"))
+    ]
 
 
 def _floats() -> np.ndarray:
@@ -38,7 +40,10 @@ def _floats() -> np.ndarray:
     special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 65504, 65520, 3e38, 1e-40, 6e-8], np.float32)
     nans = np.array([0x7F800001, 0xFF800001, 0x7FC00000, 0x7FFFFFFF], np.uint32).view(np.float32)
     near = [mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf)]
-    return np.concatenate([random_bits, *near, ties, special, nans])
+    # denormals in whole vectors (the hardware bfloat16 narrowing reads them as zero: the integer code takes them)
+    mantissas = np.arange(1, 1 << 23, 997, dtype=np.uint32)
+    denormals = (mantissas | (np.arange(mantissas.size, dtype=np.uint32) % 2) << 31).view(np.float32)
+    return np.concatenate([random_bits, *near, ties, special, nans, denormals])
 
 
 @pytest.mark.parametrize("build", _builds())
@@ -74,27 +79,27 @@ def test_kernel_modules_export_no_test_entry_points(build):
     """The production modules hold the kernels' entry points only; test hooks live in _tools and reach a
     build's internals through its capsules (the stream and cache thresholds, the narrowing runs)."""
     public = {n for n in dir(build) if not n.startswith("_") and n not in ("np", "ml_dtypes")}
-    entry_points = {"batch_norm", "batch_norm_grad", "reduce_totals", "finish", "apply", "cpu_has_x86_64_v3"}
+    entry_points = {"batch_norm", "batch_norm_grad", "reduce_totals", "finish", "apply", "cpu_has_x86_64_v3",
+                    "cpu_has_avx512_bf16"}  # fmt: skip
     constants = {"OPENMP_ENABLED", "SIMD_VARIANT", "NARROW_RUNS_ADDRESS"}
     constants |= {"STREAM_MIN_BYTES_ADDRESS", "CACHED_MAX_BYTES_ADDRESS"}
     assert public == entry_points | constants
 
 
-@pytest.mark.parametrize("gamma", [1.0, 1.00390625, 1.0039215, 0.7071068, 3.0e38])
-def test_bf16_runs_round_as_the_portable_build(gamma):
-    """Runs of one channel (planes of 512 values or more) narrow bfloat16 in pairs: the even and
-    odd values of a 32-byte load computed apart and blended back.  Every bfloat16 bit pattern as
+@pytest.mark.parametrize("build", _builds(vector_only=True))
+@pytest.mark.parametrize("gamma", [1.0, 1.00390625, 1.0039215, 0.7071068, 3.0e38, 1.0e-38])
+def test_bf16_runs_round_as_the_portable_build(gamma, build):
+    """Runs of one channel (planes of 512 values or more) narrow bfloat16 in pairs in the x86-64-v3
+    build (the even and odd values of a 32-byte load computed apart and blended back), by the
+    hardware in the x86-64-v4 one (denormal products, gamma 1e-38, by the integer code).  Every bfloat16 bit pattern as
     dy, scaled by gamma/sqrt(var + eps) (products that round, tie, overflow or are NaN), comes out
     as the element-by-element narrowing of the portable build writes it."""
-    if not baseline.cpu_has_x86_64_v3():
-        pytest.skip("this CPU cannot run the x86-64-v3 build")
-    v3 = importlib.import_module("fbnops.kernels._cython.batch_norm_avx2")
     dy = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(ml_dtypes.bfloat16).reshape(1, 1, -1)
     x = np.zeros_like(dy)
     scale, mean, var = (np.array([v], np.float32) for v in (gamma, 0.0, 0.999))
     outs = [
-        build.batch_norm_grad(x, dy, scale, mean, var, epsilon=1e-3, is_training=False)[0].view(np.uint16)
-        for build in (baseline, v3)
+        b.batch_norm_grad(x, dy, scale, mean, var, epsilon=1e-3, is_training=False)[0].view(np.uint16)
+        for b in (baseline, build)
     ]
     np.testing.assert_array_equal(outs[1], outs[0])
 

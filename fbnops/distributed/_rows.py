@@ -33,13 +33,14 @@ _use_kernel = True  # use_kernel(False): the NumPy leaves and tree (tests, bench
 
 @functools.cache
 def _compiled():
-    """The compiled block sums: the x86-64-v3 build where the kernels use theirs, else the portable one."""
+    """The compiled block sums: the x86-64-v3 build where the kernels use an x86-64-v3 or -v4 build, else the
+    portable one."""
     try:
         from ..kernels import cython_backend
         from ..kernels._cython import _tree_sums
     except ImportError:  # not built on this machine: the NumPy leaves and tree, the same bits
         return None
-    if cython_backend.SIMD_VARIANT == "x86-64-v3":
+    if cython_backend.SIMD_VARIANT in ("x86-64-v3", "x86-64-v4"):
         try:
             from ..kernels._cython import _tree_sums_avx2
 

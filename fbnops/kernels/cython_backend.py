@@ -1,12 +1,14 @@
 """Registers the compiled Cython kernels as the ``cython`` backend.
 
-Two builds of one kernel source may be present: the portable baseline and an
-x86-64-v3 build (AVX2, FMA, F16C).  The faster one this CPU can run is chosen at
-import; ``FBNOPS_SIMD=baseline`` forces the portable one.
+Up to three builds of one kernel source may be present: the portable baseline, an x86-64-v3
+build (AVX2, FMA, F16C) and an x86-64-v4 build with AVX512-BF16 (the same program; bfloat16
+narrowed by the hardware, the same bits).  The fastest one this CPU can run is chosen at import;
+``FBNOPS_SIMD=baseline`` or ``FBNOPS_SIMD=x86-64-v3`` forces a lesser one.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 
 from ..framework.registry import register_kernel, register_stage
@@ -15,16 +17,27 @@ from . import outputs as _outputs  # noqa: F401  (checks FBNOPS_OUTPUT_POOL_BYTE
 from ._cython import batch_norm as _baseline
 from ._plan import threads_for
 
+# The builds past the baseline, fastest first: the module, and whether this CPU runs it.
+_BUILDS = (("batch_norm_avx512", _baseline.cpu_has_avx512_bf16), ("batch_norm_avx2", _baseline.cpu_has_x86_64_v3))
+
+
+def available_builds() -> list:
+    """Every build of the kernels this CPU runs and this install has, fastest first (baseline last)."""
+    found = []
+    for name, runs_here in _BUILDS:
+        if runs_here():
+            try:
+                found.append(importlib.import_module(f"{__package__}._cython.{name}"))
+            except ImportError:  # not built on this machine
+                pass
+    return [*found, _baseline]
+
 
 def _select():
-    if os.environ.get("FBNOPS_SIMD", "").lower() != "baseline" and _baseline.cpu_has_x86_64_v3():
-        try:
-            from ._cython import batch_norm_avx2
-
-            return batch_norm_avx2
-        except ImportError:  # not built on this machine
-            pass
-    return _baseline
+    """The fastest build, or the one FBNOPS_SIMD names by its SIMD_VARIANT (if this CPU runs it)."""
+    builds = available_builds()
+    wanted = [b for b in builds if b.SIMD_VARIANT == os.environ.get("FBNOPS_SIMD", "").strip().lower()]
+    return (wanted or builds)[0]
 
 
 _bn = _select()

@@ -1,5 +1,5 @@
-# Kernel source shared by batch_norm.pyx (baseline x86-64) and batch_norm_avx2.pyx
-# (x86-64-v3: AVX2, FMA, F16C); the two are compiled from this one text.
+# Kernel source shared by batch_norm.pyx (baseline x86-64), batch_norm_avx2.pyx (x86-64-v3: AVX2,
+# FMA, F16C) and batch_norm_avx512.pyx (x86-64-v4 with AVX512-BF16); all are compiled from this one text.
 #
 # The call chain, top to bottom (P: the Plan of the call, params: its Params):
 #
@@ -56,13 +56,27 @@ cdef extern from *:
         return 0;
     #endif
     }
+    static int fbnops_cpu_has_avx512_bf16(void) {
+    #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+        __builtin_cpu_init();
+        return fbnops_cpu_has_x86_64_v3() && __builtin_cpu_supports("x86-64-v4") && __builtin_cpu_supports("avx512bf16");
+    #else
+        return 0;
+    #endif
+    }
     """
     int fbnops_cpu_has_x86_64_v3() noexcept nogil
+    int fbnops_cpu_has_avx512_bf16() noexcept nogil
 
 
 def cpu_has_x86_64_v3():
     """Whether this CPU runs the x86-64-v3 (AVX2/FMA/F16C) build of the kernels."""
     return bool(fbnops_cpu_has_x86_64_v3())
+
+
+def cpu_has_avx512_bf16():
+    """Whether this CPU runs the x86-64-v4 + AVX512-BF16 build of the kernels (batch_norm_avx512)."""
+    return bool(fbnops_cpu_has_avx512_bf16())
 
 # Per-channel inputs and outputs of one call (the op decides which outputs it writes).
 cdef struct Params:

@@ -153,11 +153,41 @@ static inline void fb_bf16_round16(__m256 v0, __m256 v1, __m256i* r0, __m256i* r
     }
 }
 
-static inline void fb_store_bf16x8(fb_bf16* p, __m256 v) {
-    __m256i bits = _mm256_srli_epi32(fb_bf16_round8(v), 16);
-    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0x08);  /* lanes 0-3, then 4-7 */
-    _mm_storeu_si128((__m128i*)p, _mm256_castsi256_si128(packed));
+/* Two vectors narrowed in order into one 32-byte vector of 16 bfloat16 values. */
+static inline __m256i fb_bf16_narrow16_soft(__m256 v0, __m256 v1) {
+    __m256i lo, hi;
+    fb_bf16_round16(v0, v1, &lo, &hi);
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_srli_epi32(lo, 16), _mm256_srli_epi32(hi, 16)), 0xd8);
 }
+
+static inline __m128i fb_bf16_narrow8_soft(__m256 v) {
+    __m256i bits = _mm256_srli_epi32(fb_bf16_round8(v), 16);
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0x08));  /* 0-3, 4-7 */
+}
+
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+/* The x86-64-v4 build with AVX512-BF16: the hardware narrows 16 values in one instruction
+ * (vcvtne2ps2bf16), rounding to nearest even and quieting NaNs exactly as fb_f32_to_bf16 (the
+ * two agree on all 2^32 float32 inputs but one class), but it reads denormal inputs as zero.  A
+ * vector with a denormal lane (vfpclassps; rare in batch-norm outputs) takes the integer code. */
+#define FB_BF16_HARDWARE 1
+#define FB_DENORMAL 0x20 /* vfpclassps: denormal */
+static inline __m256i fb_bf16_narrow16(__m256 v0, __m256 v1) {
+    if (__builtin_expect((_mm256_fpclass_ps_mask(v0, FB_DENORMAL) | _mm256_fpclass_ps_mask(v1, FB_DENORMAL)) == 0, 1))
+        return (__m256i)_mm256_cvtne2ps_pbh(v1, v0); /* (v0 in the lower half) */
+    return fb_bf16_narrow16_soft(v0, v1);
+}
+static inline __m128i fb_bf16_narrow8(__m256 v) {
+    if (__builtin_expect(_mm256_fpclass_ps_mask(v, FB_DENORMAL) == 0, 1)) return (__m128i)_mm256_cvtneps_pbh(v);
+    return fb_bf16_narrow8_soft(v);
+}
+#else
+#define FB_BF16_HARDWARE 0
+#define fb_bf16_narrow16 fb_bf16_narrow16_soft
+#define fb_bf16_narrow8 fb_bf16_narrow8_soft
+#endif
+
+static inline void fb_store_bf16x8(fb_bf16* p, __m256 v) { _mm_storeu_si128((__m128i*)p, fb_bf16_narrow8(v)); }
 
 /* 16 lanes stored through PUT (fb_put32, or fb_put32_nt as the _nt forms).  16-bit: narrowed
  * into one 32-byte store, one pack and one permute for two vectors (the 8-lane forms above spend
@@ -168,11 +198,7 @@ static inline void fb_store_bf16x8(fb_bf16* p, __m256 v) {
         PUT(p + 8, _mm256_castps_si256(v1));                                                        \
     }                                                                                               \
     static inline void fb_store_bf16x16##SUFFIX(fb_bf16* p, __m256 v0, __m256 v1) {                 \
-        __m256i lo, hi;                                                                             \
-        fb_bf16_round16(v0, v1, &lo, &hi);                                                          \
-        lo = _mm256_srli_epi32(lo, 16);                                                             \
-        hi = _mm256_srli_epi32(hi, 16);                                                             \
-        PUT(p, _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8));                        \
+        PUT(p, fb_bf16_narrow16(v0, v1));                                                           \
     }                                                                                               \
     /* (register-form vcvtps2ph joined into one store: the memory form is slower on AMD) */         \
     static inline void fb_store_half16##SUFFIX(fb_half* p, __m256 v0, __m256 v1) {                  \

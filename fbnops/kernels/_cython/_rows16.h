@@ -365,6 +365,13 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
 #endif
 FB_ROWS_16(float, f32, fb_load_f32x8, fb_store_f32x8, fb_store_f32x16, fb_f32_same, fb_f32_same, FB_RUN16_VECTORS, 1)
 FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_store_half16, fb_half_to_f32, fb_f32_to_half, FB_RUN16_VECTORS, 1)
-FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_store_bf16x16, fb_bf16_to_f32, fb_f32_to_bf16, FB_RUN16_PAIRS, 0)
+/* bfloat16 runs in pairs (no widening or packing) where narrowing is integer code; where the
+ * hardware narrows (FB_BF16_HARDWARE), as vectors, like float16. */
+#if FB_BF16_HARDWARE
+#define FB_BF16_RUN16 FB_RUN16_VECTORS
+#else
+#define FB_BF16_RUN16 FB_RUN16_PAIRS
+#endif
+FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_store_bf16x16, fb_bf16_to_f32, fb_f32_to_bf16, FB_BF16_RUN16, 0)
 
 #endif
