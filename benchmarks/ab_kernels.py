@@ -1,8 +1,8 @@
 """Two builds of the Cython kernels in one process: this checkout's against another's, call by call.
 
 Across processes, a shared machine's noise is larger than a kernel change of 10%.  Here both
-kernel modules are loaded side by side (the other checkout's ``batch_norm_avx2`` under its own
-file), each case is called alternately in short bursts, and the report is the median of the
+kernel modules are loaded side by side (each checkout's fastest build this CPU runs, the other one
+under its own file), each case is called alternately in short bursts, and the report is the median of the
 per-round time ratios this/base.  It also checks that both builds give the same output bytes.
 
     git worktree add /tmp/base <commit> && (cd /tmp/base && python setup.py build_ext --inplace)
@@ -33,14 +33,17 @@ HERE = Path(__file__).resolve().parent.parent
 
 
 def kernel_module(checkout: Path):
-    """The x86-64-v3 kernel module built in ``checkout``, loaded as a module of its own."""
-    built = sorted((checkout / "fbnops" / "kernels" / "_cython").glob("batch_norm_avx2.*.so"))
-    if not built:
-        sys.exit(f"no built batch_norm_avx2 in {checkout} (python setup.py build_ext --inplace)")
-    spec = importlib.util.spec_from_file_location("fbnops.kernels._cython.batch_norm_avx2", built[0])
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The fastest kernel build this CPU runs (x86-64-v4 with AVX512-BF16, else x86-64-v3) built in
+    ``checkout``, loaded as a module of its own."""
+    names = (["batch_norm_avx512"] if _portable.cpu_has_avx512_bf16() else []) + ["batch_norm_avx2"]
+    for name in names:
+        built = sorted((checkout / "fbnops" / "kernels" / "_cython").glob(f"{name}.*.so"))
+        if built:
+            spec = importlib.util.spec_from_file_location(f"fbnops.kernels._cython.{name}", built[0])
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    sys.exit(f"no built batch_norm_avx2 in {checkout} (python setup.py build_ext --inplace)")
 
 
 def case_call(module, case, threads: int):
@@ -89,7 +92,9 @@ def main() -> int:
 
         torch.set_num_threads(args.threads)
     after = ", each call after PyTorch's" if args.after else ""
-    print(f"# this checkout ({HERE}) against {args.base}; {args.threads} thread(s); {args.rounds} rounds{after}")
+    variants = "/".join(builds[k].SIMD_VARIANT for k in ("this", "base"))
+    print(f"# this checkout ({HERE}) against {args.base} ({variants} builds); {args.threads} thread(s); "
+          f"{args.rounds} rounds{after}")  # fmt: skip
     print(f"{'case':48} {'base ms':>8} {'this ms':>8}  this/base  same bits")
     ratios = []
     for case in make_cases(args.ops, args.dtypes, args.shapes, args.layouts):
