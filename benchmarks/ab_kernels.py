@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from fbnops.kernels._cython import batch_norm as _portable
+from fbnops.kernels.cython_backend import runnable_build_names
 from fbnops.tools.bench.arguments import add_case_arguments
 from fbnops.tools.bench.cases import make_cases
 from fbnops.tools.bench.peers import torch_call
@@ -33,17 +34,16 @@ HERE = Path(__file__).resolve().parent.parent
 
 
 def kernel_module(checkout: Path):
-    """The fastest kernel build this CPU runs (x86-64-v4 with AVX512-BF16, else x86-64-v3) built in
-    ``checkout``, loaded as a module of its own."""
-    names = (["batch_norm_avx512"] if _portable.cpu_has_avx512_bf16() else []) + ["batch_norm_avx2"]
-    for name in names:
+    """The fastest kernel build this CPU runs (cython_backend.runnable_build_names) built in ``checkout``,
+    loaded as a module of its own."""
+    for name in runnable_build_names():
         built = sorted((checkout / "fbnops" / "kernels" / "_cython").glob(f"{name}.*.so"))
         if built:
             spec = importlib.util.spec_from_file_location(f"fbnops.kernels._cython.{name}", built[0])
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             return module
-    sys.exit(f"no built batch_norm_avx2 in {checkout} (python setup.py build_ext --inplace)")
+    sys.exit(f"no built {' or '.join(runnable_build_names())} in {checkout} (python setup.py build_ext --inplace)")
 
 
 def case_call(module, case, threads: int):

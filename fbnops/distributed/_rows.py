@@ -40,7 +40,7 @@ def _compiled():
         from ..kernels._cython import _tree_sums
     except ImportError:  # not built on this machine: the NumPy leaves and tree, the same bits
         return None
-    if cython_backend.SIMD_VARIANT in ("x86-64-v3", "x86-64-v4"):
+    if cython_backend.SIMD_VARIANT != "baseline":
         try:
             from ..kernels._cython import _tree_sums_avx2
 

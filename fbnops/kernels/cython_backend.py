@@ -21,15 +21,20 @@ from ._plan import threads_for
 _BUILDS = (("batch_norm_avx512", _baseline.cpu_has_avx512_bf16), ("batch_norm_avx2", _baseline.cpu_has_x86_64_v3))
 
 
+def runnable_build_names() -> list[str]:
+    """The module names of the builds past the baseline that this CPU runs, fastest first (built or not:
+    ``benchmarks/ab_kernels.py`` looks for them in other checkouts)."""
+    return [name for name, runs_here in _BUILDS if runs_here()]
+
+
 def available_builds() -> list:
     """Every build of the kernels this CPU runs and this install has, fastest first (baseline last)."""
     found = []
-    for name, runs_here in _BUILDS:
-        if runs_here():
-            try:
-                found.append(importlib.import_module(f"{__package__}._cython.{name}"))
-            except ImportError:  # not built on this machine
-                pass
+    for name in runnable_build_names():
+        try:
+            found.append(importlib.import_module(f"{__package__}._cython.{name}"))
+        except ImportError:  # not built on this machine
+            pass
     return [*found, _baseline]
 
 
