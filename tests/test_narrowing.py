@@ -86,22 +86,63 @@ def test_kernel_modules_export_no_test_entry_points(build):
     assert public == entry_points | constants
 
 
+def _run_planes(dtype) -> np.ndarray:
+    """Every bit pattern of `dtype` in runs of one channel: two samples whose planes are 16 values
+    past a power of two, so the second starts half a line past a line boundary (the x86-64-v4
+    build's runs first take a 16-value step to a whole line)."""
+    values = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(dtype)
+    plane = np.concatenate([values, values[:16]])
+    return np.stack([plane, plane[::-1]]).reshape(2, 1, -1)
+
+
+def _run_outputs(build, t: np.ndarray, gamma: float, streamed: bool, ops: str) -> list[np.ndarray]:
+    """The build's outputs on the runs t, stored ordinarily or streamed: "frozen" the frozen
+    gradient (A * dy, t as dy); "all" also the inference forward (B * (x - m) + K, t as x) and the
+    training gradient (A * ((dy + K) + B * (x - m)), t as both)."""
+    scale, mean, var, offset = (np.array([v], np.float32) for v in (gamma, 0.25, 0.999, -0.5))
+    old = _tools.set_stream_min_bytes(build, 0 if streamed else 1 << 62)
+    try:
+        outs = [build.batch_norm_grad(np.zeros_like(t), t, scale, mean, var, epsilon=1e-3, is_training=False)[0]]
+        if ops == "all":
+            outs.append(build.batch_norm(t, scale, offset, mean, var, epsilon=1e-3, is_training=False)[0])
+            outs.append(build.batch_norm_grad(t, t, scale, mean, var, epsilon=1e-3, is_training=True)[0])
+    finally:
+        _tools.set_stream_min_bytes(build, old)
+    return [o.view(np.uint16) for o in outs]
+
+
 @pytest.mark.parametrize("build", _builds(vector_only=True))
+@pytest.mark.parametrize("streamed", [False, True], ids=["ordinary", "streamed"])
 @pytest.mark.parametrize("gamma", [1.0, 1.00390625, 1.0039215, 0.7071068, 3.0e38, 1.0e-38])
-def test_bf16_runs_round_as_the_portable_build(gamma, build):
+def test_bf16_runs_round_as_the_portable_build(gamma, streamed, build):
     """Runs of one channel (planes of 512 values or more) narrow bfloat16 in pairs in the x86-64-v3
     build (the even and odd values of a 32-byte load computed apart and blended back), by the
-    hardware in the x86-64-v4 one (denormal products, gamma 1e-38, by the integer code).  Every bfloat16 bit pattern as
-    dy, scaled by gamma/sqrt(var + eps) (products that round, tie, overflow or are NaN), comes out
-    as the element-by-element narrowing of the portable build writes it."""
-    dy = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(ml_dtypes.bfloat16).reshape(1, 1, -1)
-    x = np.zeros_like(dy)
-    scale, mean, var = (np.array([v], np.float32) for v in (gamma, 0.0, 0.999))
-    outs = [
-        b.batch_norm_grad(x, dy, scale, mean, var, epsilon=1e-3, is_training=False)[0].view(np.uint16)
-        for b in (baseline, build)
-    ]
-    np.testing.assert_array_equal(outs[1], outs[0])
+    hardware in the x86-64-v4 one, 32 values a step (a step with a denormal product, gamma 1e-38,
+    by the integer code).  Every bfloat16 bit pattern as dy, scaled by gamma/sqrt(var + eps)
+    (products that round, tie, overflow or are NaN), comes out as the element-by-element
+    narrowing of the portable build writes it, stored ordinarily or streamed.  (The frozen
+    gradient only: the portable build has no FMA, so the other passes round apart by design.)"""
+    t = _run_planes(ml_dtypes.bfloat16)
+    got, want = (_run_outputs(b, t, gamma, streamed, "frozen") for b in (build, baseline))
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["ordinary", "streamed"])
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16], ids=["bfloat16", "float16"])
+@pytest.mark.parametrize("gamma", [1.0, 1.00390625, 0.7071068, 3.0e38, 1.0e-38])
+def test_wide_runs_write_the_bits_of_the_x86_64_v3_build(gamma, dtype, streamed):
+    """The x86-64-v4 build's 32-value run steps (_runs512.h) against the x86-64-v3 build's 16-value
+    ones: every 16-bit bit pattern through the three element passes (A * dy; B * (x - m) + K;
+    A * ((dy + K) + B * (x - m))), the same bits, NaNs included."""
+    from fbnops.kernels.cython_backend import available_builds
+
+    builds = {b.SIMD_VARIANT: b for b in available_builds()}
+    if "x86-64-v4" not in builds:
+        pytest.skip("this CPU runs no x86-64-v4 build of the kernels (AVX-512 with AVX512-BF16)")
+    t = _run_planes(dtype)
+    got, want = (_run_outputs(builds[v], t, gamma, streamed, "all") for v in ("x86-64-v4", "x86-64-v3"))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["ordinary", "streamed"])

@@ -112,10 +112,11 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
     })
 /* The 16-value steps of a run (one channel's coefficients) from i on: two vectors per narrowing
  * store (STORE16), or bfloat16 pairs (stored with PUT32, of the same kind: ordinary or
- * non-temporal). */
-#define FB_RUN16_VECTORS(LOAD8, STORE16, PUT32)                                                     \
+ * non-temporal).  (PUT64: the 64-byte store of that kind, for the x86-64-v4 build's wider steps
+ * in _runs512.h.) */
+#define FB_RUN16_VECTORS(LOAD8, STORE16, PUT32, PUT64)                                              \
     for (; i + 16 <= n; i += 16) FB_APPLY16(LOAD8, STORE16, FB_CHANNEL8, i);
-#define FB_RUN16_PAIRS(LOAD8, STORE16, PUT32)                                                       \
+#define FB_RUN16_PAIRS(LOAD8, STORE16, PUT32, PUT64)                                                \
     {                                                                                               \
         const __m256 vA = _mm256_set1_ps(A), vB = _mm256_set1_ps(B), vK = _mm256_set1_ps(K), vm = _mm256_set1_ps(m); \
         for (; i + 16 <= n; i += 16) PUT32(out + i, fb_apply_bf16_pairs(mode, a + i, b + i, vA, vB, vK, vm)); \
@@ -323,7 +324,7 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
     static inline __attribute__((always_inline)) void fb_apply_##NAME##_run_in(                     \
         int mode, const T* a, const T* b, T* out, ptrdiff_t n, float A, float B, float K, float m) { \
         ptrdiff_t i = 0;                                                                            \
-        RUN16(LOAD8, STORE16, fb_put32)                                                             \
+        RUN16(LOAD8, STORE16, fb_put32, fb_put64)                                                   \
         FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, FB_CHANNEL8, FB_CHANNEL1)                       \
     }                                                                                               \
     static inline void fb_apply_##NAME##_run(int mode, const T* a, const T* b, T* out, ptrdiff_t n, \
@@ -337,7 +338,7 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
         int mode, const T* a, const T* b, T* out, ptrdiff_t n, float A, float B, float K, float m) { \
         ptrdiff_t i = FB_STREAM_HEAD(out, n);                                                           \
         fb_apply_##NAME##_run_in(mode, a, b, out, i, A, B, K, m);                                   \
-        RUN16(LOAD8, STORE16##_nt, fb_put32_nt)                                                     \
+        RUN16(LOAD8, STORE16##_nt, fb_put32_nt, fb_put64_nt)                                        \
         fb_apply_##NAME##_run_in(mode, a + i, b + i, out + i, n - i, A, B, K, m);                   \
     }                                                                                               \
     static inline void fb_apply_##NAME##_run_streamed(int mode, const T* a, const T* b, T* out,     \
@@ -364,14 +365,18 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
                                                        const float* B, const float* K, const float* m) {}
 #endif
 FB_ROWS_16(float, f32, fb_load_f32x8, fb_store_f32x8, fb_store_f32x16, fb_f32_same, fb_f32_same, FB_RUN16_VECTORS, 1)
-FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_store_half16, fb_half_to_f32, fb_f32_to_half, FB_RUN16_VECTORS, 1)
-/* bfloat16 runs in pairs (no widening or packing) where narrowing is integer code; where the
- * hardware narrows (FB_BF16_HARDWARE), as vectors, like float16. */
+/* 16-bit runs: in the x86-64-v4 build (FB_BF16_HARDWARE), 32 values a step (_runs512.h);
+ * otherwise float16 as vectors and bfloat16 in pairs (no widening or packing, where narrowing is
+ * integer code). */
 #if FB_BF16_HARDWARE
-#define FB_BF16_RUN16 FB_RUN16_VECTORS
+#include "_runs512.h"
+#define FB_HALF_RUN FB_RUN32_HALF
+#define FB_BF16_RUN FB_RUN32_BF16
 #else
-#define FB_BF16_RUN16 FB_RUN16_PAIRS
+#define FB_HALF_RUN FB_RUN16_VECTORS
+#define FB_BF16_RUN FB_RUN16_PAIRS
 #endif
-FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_store_bf16x16, fb_bf16_to_f32, fb_f32_to_bf16, FB_BF16_RUN16, 0)
+FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_store_half16, fb_half_to_f32, fb_f32_to_half, FB_HALF_RUN, 1)
+FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_store_bf16x16, fb_bf16_to_f32, fb_f32_to_bf16, FB_BF16_RUN, 0)
 
 #endif
