@@ -95,11 +95,20 @@ def _run_planes(dtype) -> np.ndarray:
     return np.stack([plane, plane[::-1]]).reshape(2, 1, -1)
 
 
+def _row_planes(dtype) -> np.ndarray:
+    """Every bit pattern of `dtype` (and 32 more) in channels-last rows of 48 channels: folded rows
+    of 528 lanes (1056 bytes), so every other row starts half a line past a line boundary."""
+    values = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(dtype)
+    return np.concatenate([values, values[:32]]).reshape(-1, 48, 1)
+
+
 def _run_outputs(build, t: np.ndarray, gamma: float, streamed: bool, ops: str) -> list[np.ndarray]:
-    """The build's outputs on the runs t, stored ordinarily or streamed: "frozen" the frozen
+    """The build's outputs on t (runs or rows), stored ordinarily or streamed: "frozen" the frozen
     gradient (A * dy, t as dy); "all" also the inference forward (B * (x - m) + K, t as x) and the
-    training gradient (A * ((dy + K) + B * (x - m)), t as both)."""
-    scale, mean, var, offset = (np.array([v], np.float32) for v in (gamma, 0.25, 0.999, -0.5))
+    training gradient (A * ((dy + K) + B * (x - m)), t as both).  The coefficients differ by channel."""
+    c = np.arange(t.shape[1], dtype=np.float32)
+    scale, mean = np.float32(gamma) * (1 - c / 256), 0.25 + c / 64
+    var, offset = np.full_like(c, 0.999), np.full_like(c, -0.5)
     old = _tools.set_stream_min_bytes(build, 0 if streamed else 1 << 62)
     try:
         outs = [build.batch_norm_grad(np.zeros_like(t), t, scale, mean, var, epsilon=1e-3, is_training=False)[0]]
@@ -109,6 +118,15 @@ def _run_outputs(build, t: np.ndarray, gamma: float, streamed: bool, ops: str) -
     finally:
         _tools.set_stream_min_bytes(build, old)
     return [o.view(np.uint16) for o in outs]
+
+
+def _v4_and_v3_builds():
+    from fbnops.kernels.cython_backend import available_builds
+
+    builds = {b.SIMD_VARIANT: b for b in available_builds()}
+    if "x86-64-v4" not in builds:
+        pytest.skip("this CPU runs no x86-64-v4 build of the kernels (AVX-512 with AVX512-BF16)")
+    return builds["x86-64-v4"], builds["x86-64-v3"]
 
 
 @pytest.mark.parametrize("build", _builds(vector_only=True))
@@ -127,21 +145,42 @@ def test_bf16_runs_round_as_the_portable_build(gamma, streamed, build):
     np.testing.assert_array_equal(got[0], want[0])
 
 
+@pytest.mark.parametrize("layout", ["runs", "rows"])
 @pytest.mark.parametrize("streamed", [False, True], ids=["ordinary", "streamed"])
 @pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16], ids=["bfloat16", "float16"])
 @pytest.mark.parametrize("gamma", [1.0, 1.00390625, 0.7071068, 3.0e38, 1.0e-38])
-def test_wide_runs_write_the_bits_of_the_x86_64_v3_build(gamma, dtype, streamed):
-    """The x86-64-v4 build's 32-value run steps (_runs512.h) against the x86-64-v3 build's 16-value
-    ones: every 16-bit bit pattern through the three element passes (A * dy; B * (x - m) + K;
-    A * ((dy + K) + B * (x - m))), the same bits, NaNs included."""
-    from fbnops.kernels.cython_backend import available_builds
-
-    builds = {b.SIMD_VARIANT: b for b in available_builds()}
-    if "x86-64-v4" not in builds:
-        pytest.skip("this CPU runs no x86-64-v4 build of the kernels (AVX-512 with AVX512-BF16)")
-    t = _run_planes(dtype)
-    got, want = (_run_outputs(builds[v], t, gamma, streamed, "all") for v in ("x86-64-v4", "x86-64-v3"))
+def test_wide_steps_write_the_bits_of_the_x86_64_v3_build(gamma, dtype, streamed, layout):
+    """The x86-64-v4 build's 32-value steps (_wide512.h) against the x86-64-v3 build's 16-value
+    ones, in channel runs (channels-first planes) and in rows with per-lane coefficients
+    (channels-last): every 16-bit bit pattern through the three element passes (A * dy;
+    B * (x - m) + K; A * ((dy + K) + B * (x - m))), the same bits, NaNs included."""
+    v4, v3 = _v4_and_v3_builds()
+    t = _run_planes(dtype) if layout == "runs" else _row_planes(dtype)
+    got, want = (_run_outputs(b, t, gamma, streamed, "all") for b in (v4, v3))
     for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("shape", [(4096, 48, 1), (2, 40, 784)], ids=["rows", "planes"])
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16], ids=["bfloat16", "float16"])
+def test_wide_reductions_add_as_the_x86_64_v3_build(dtype, shape):
+    """The x86-64-v4 build's 16-lane reduction steps (rows added one by one, as from memory) against
+    the x86-64-v3 build's 8-lane ones: the training forward's and gradient's outputs, every byte."""
+    v4, v3 = _v4_and_v3_builds()
+    rng = np.random.default_rng(7)
+    x, dy = ((rng.standard_normal(shape, dtype=np.float32) * 3 + 1).astype(dtype) for _ in range(2))
+    c = np.arange(shape[1], dtype=np.float32)
+    scale, offset = 1 + c / 32, c / 8
+    outs = {}
+    for b in (v4, v3):
+        old = _tools.set_cached_max_bytes(b, 0)  # (every reduction adds its rows one by one)
+        try:
+            fwd = b.batch_norm(x, scale, offset, None, None, epsilon=1e-3, is_training=True)
+            grad = b.batch_norm_grad(x, dy, scale, fwd[1], fwd[2], epsilon=1e-3, is_training=True)
+        finally:
+            _tools.set_cached_max_bytes(b, old)
+        outs[b] = [np.asarray(o).view(np.uint8) for o in (*fwd, *grad) if o is not None]
+    for g, w in zip(outs[v4], outs[v3], strict=True):
         np.testing.assert_array_equal(g, w)
 
 

@@ -17,8 +17,8 @@
 #                      in cache: several rows per load and store of the lane totals);
 #                      apply_rows / apply_run (+ _streamed)   the lane loops  (_loops.pxi)
 #   16-bit rows on x86-64-v3 -> fb_reduce_*_row / fb_reduce_*_rows (strips) / fb_apply_*_rows /
-#                      fb_apply_*_run (bfloat16: in pairs; x86-64-v4: 32 values a step,
-#                      _runs512.h)                                        (_rows16.h)
+#                      fb_apply_*_run (bfloat16: in pairs)   (_rows16.h; x86-64-v4: 512-bit
+#                      steps first, _wide512.h)
 #
 # The stage entry points (reduce_totals, finish, apply) enter the same chain at reduce_any
 # -> reduce_pass (or samples_any -> reduce_samples), channel_done and apply_any -> apply_pass.

@@ -65,7 +65,6 @@ static inline float fb_apply1(int mode, float x, float dy, float A, float B, flo
     FB_APPLY16V(LOAD8, STORE16, i, COEF8(A, i), COEF8(B, i), COEF8(K, i), COEF8(m, i),              \
                 COEF8(A, (i) + 8), COEF8(B, (i) + 8), COEF8(K, (i) + 8), COEF8(m, (i) + 8))
 #define FB_APPLY_LOOP(LOAD8, STORE8, STORE16, LOAD1, STORE1, COEF8, COEF1)                          \
-    ptrdiff_t i = 0;                                                                                \
     for (; i + 16 <= n; i += 16) FB_APPLY16(LOAD8, STORE16, COEF8, i);                              \
     FB_APPLY_TAIL(LOAD8, STORE8, LOAD1, STORE1, COEF8, COEF1)
 /* From i on: 8 lanes at a time; then the last t < 8 values, in a row of 8 or more, as the last 8
@@ -113,7 +112,7 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
 /* The 16-value steps of a run (one channel's coefficients) from i on: two vectors per narrowing
  * store (STORE16), or bfloat16 pairs (stored with PUT32, of the same kind: ordinary or
  * non-temporal).  (PUT64: the 64-byte store of that kind, for the x86-64-v4 build's wider steps
- * in _runs512.h.) */
+ * in _wide512.h.) */
 #define FB_RUN16_VECTORS(LOAD8, STORE16, PUT32, PUT64)                                              \
     for (; i + 16 <= n; i += 16) FB_APPLY16(LOAD8, STORE16, FB_CHANNEL8, i);
 #define FB_RUN16_PAIRS(LOAD8, STORE16, PUT32, PUT64)                                                \
@@ -254,6 +253,7 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
     static inline void fb_reduce_##NAME##_row(int mode, const T* a, const T* b, ptrdiff_t n,        \
                                               const float* m, float* s0, float* s1) {               \
         ptrdiff_t i = 0; /* (each mode loads only what it uses: dy and the centre tile) */          \
+        FB_WIDE_REDUCE_ROW(NAME)                                                                    \
         for (; i + 8 <= n; i += 8) {                                                                \
             __m256 x = LOAD8(a + i);                                                                \
             if (mode == FB_RED_GRAD)                                                                \
@@ -270,6 +270,8 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
     static inline __attribute__((always_inline)) void fb_apply_##NAME##_row_in(                     \
         int mode, const T* a, const T* b, T* out, ptrdiff_t n, const float* A, const float* B,      \
         const float* K, const float* m) {                                                           \
+        ptrdiff_t i = 0;                                                                            \
+        FB_WIDE_APPLY_ROW(NAME, , LOAD8, STORE16)                                                   \
         FB_APPLY_LOOP(LOAD8, STORE8, STORE16, LOAD1, STORE1, FB_LANE8, FB_LANE1)                    \
     }                                                                                               \
     /* Two rows (n lanes apart) through the same lanes: each coefficient vector is loaded once   \
@@ -312,6 +314,7 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
         for (ptrdiff_t r = 0; r < nrows; r++, a += n, b += n, out += n) {                           \
             ptrdiff_t i = FB_STREAM_HEAD(out, n);                                                       \
             fb_apply_##NAME##_row_in(mode, a, b, out, i, A, B, K, m);                               \
+            FB_WIDE_APPLY_ROW(NAME, _nt, LOAD8, STORE16##_nt)                                       \
             for (; i + 16 <= n; i += 16) FB_APPLY16(LOAD8, STORE16##_nt, FB_LANE8, i);              \
             fb_apply_##NAME##_row_in(mode, a + i, b + i, out + i, n - i, A + i, B + i, K + i, m + i); \
         }                                                                                           \
@@ -364,19 +367,24 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
                                                        ptrdiff_t nrows, ptrdiff_t n, const float* A, \
                                                        const float* B, const float* K, const float* m) {}
 #endif
-FB_ROWS_16(float, f32, fb_load_f32x8, fb_store_f32x8, fb_store_f32x16, fb_f32_same, fb_f32_same, FB_RUN16_VECTORS, 1)
-/* 16-bit runs: in the x86-64-v4 build (FB_BF16_HARDWARE), 32 values a step (_runs512.h);
- * otherwise float16 as vectors and bfloat16 in pairs (no widening or packing, where narrowing is
- * integer code). */
+/* 16-bit rows and runs: in the x86-64-v4 build (FB_BF16_HARDWARE), 16 lanes a vector first
+ * (_wide512.h; float16 rows one at a time, not two per load of the tiles); otherwise float16 runs
+ * as vectors and bfloat16 runs in pairs (no widening or packing, where narrowing is integer code). */
 #if FB_BF16_HARDWARE
-#include "_runs512.h"
+#include "_wide512.h"
 #define FB_HALF_RUN FB_RUN32_HALF
 #define FB_BF16_RUN FB_RUN32_BF16
+#define FB_HALF_TWO_ROWS 0
 #else
+#define FB_WIDE_APPLY_ROW(NAME, KIND, LOAD8, STORE16)
+#define FB_WIDE_REDUCE_ROW(NAME)
 #define FB_HALF_RUN FB_RUN16_VECTORS
 #define FB_BF16_RUN FB_RUN16_PAIRS
+#define FB_HALF_TWO_ROWS 1
 #endif
-FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_store_half16, fb_half_to_f32, fb_f32_to_half, FB_HALF_RUN, 1)
+FB_ROWS_16(float, f32, fb_load_f32x8, fb_store_f32x8, fb_store_f32x16, fb_f32_same, fb_f32_same, FB_RUN16_VECTORS, 1)
+FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_store_half16, fb_half_to_f32, fb_f32_to_half, FB_HALF_RUN,
+           FB_HALF_TWO_ROWS)
 FB_ROWS_16(fb_bf16, bf16, fb_load_bf16x8, fb_store_bf16x8, fb_store_bf16x16, fb_bf16_to_f32, fb_f32_to_bf16, FB_BF16_RUN, 0)
 
 #endif
