@@ -161,11 +161,13 @@ def test_wide_steps_write_the_bits_of_the_x86_64_v3_build(gamma, dtype, streamed
         np.testing.assert_array_equal(g, w)
 
 
-@pytest.mark.parametrize("shape", [(4096, 48, 1), (2, 40, 784)], ids=["rows", "planes"])
+@pytest.mark.parametrize("strips", [True, False], ids=["strips", "one-by-one"])
+@pytest.mark.parametrize("shape", [(4096, 48, 1), (2, 40, 784), (64, 24, 49)], ids=["rows", "planes", "small-planes"])
 @pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16], ids=["bfloat16", "float16"])
-def test_wide_reductions_add_as_the_x86_64_v3_build(dtype, shape):
-    """The x86-64-v4 build's 16-lane reduction steps (rows added one by one, as from memory) against
-    the x86-64-v3 build's 8-lane ones: the training forward's and gradient's outputs, every byte."""
+def test_wide_reductions_add_as_the_x86_64_v3_build(dtype, shape, strips):
+    """The x86-64-v4 build's 16-lane reduction steps against the x86-64-v3 build's 8-lane ones, rows
+    added in strips (as from cache) or one by one (as from memory): the training forward's and
+    gradient's outputs, every byte."""
     v4, v3 = _v4_and_v3_builds()
     rng = np.random.default_rng(7)
     x, dy = ((rng.standard_normal(shape, dtype=np.float32) * 3 + 1).astype(dtype) for _ in range(2))
@@ -173,7 +175,7 @@ def test_wide_reductions_add_as_the_x86_64_v3_build(dtype, shape):
     scale, offset = 1 + c / 32, c / 8
     outs = {}
     for b in (v4, v3):
-        old = _tools.set_cached_max_bytes(b, 0)  # (every reduction adds its rows one by one)
+        old = _tools.set_cached_max_bytes(b, 1 << 62 if strips else 0)  # (0: every reduction row by row)
         try:
             fwd = b.batch_norm(x, scale, offset, None, None, epsilon=1e-3, is_training=True)
             grad = b.batch_norm_grad(x, dy, scale, fwd[1], fwd[2], epsilon=1e-3, is_training=True)

@@ -245,8 +245,7 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
         FB_REDUCE_BY_MODE(fb_reduce_##NAME##_rows_in, a, b, nrows, stride, span, W, m, s0, s1)      \
     }
 #define FB_ROWS_16(T, NAME, LOAD8, STORE8, STORE16, LOAD1, STORE1, RUN16, TWO_ROWS)                 \
-    FB_STRIP(T, NAME, LOAD8, 8)                                                                     \
-    FB_STRIP(T, NAME, LOAD8, 4)                                                                     \
+    FB_STRIPS_8_4(T, NAME, LOAD8)                                                                   \
     FB_STRIP(T, NAME, LOAD8, 1)                                                                     \
     FB_STRIP_RANGE(T, NAME, LOAD1)                                                                  \
     FB_REDUCE_ROWS(T, NAME)                                                                         \
@@ -378,6 +377,7 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
 #else
 #define FB_WIDE_APPLY_ROW(NAME, KIND, LOAD8, STORE16)
 #define FB_WIDE_REDUCE_ROW(NAME)
+#define FB_STRIPS_8_4(T, NAME, LOAD8) FB_STRIP(T, NAME, LOAD8, 8) FB_STRIP(T, NAME, LOAD8, 4)
 #define FB_HALF_RUN FB_RUN16_VECTORS
 #define FB_BF16_RUN FB_RUN16_PAIRS
 #define FB_HALF_TWO_ROWS 1
