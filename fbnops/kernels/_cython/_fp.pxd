@@ -38,6 +38,12 @@ cdef extern from "_fp.h" nogil:
                            float A, float B, float K, float m)
     void fb_apply_f32_rows(int mode, const float* a, const float* b, float* out, Py_ssize_t nrows,
                            Py_ssize_t W, const float* A, const float* B, const float* K, const float* m)
+    # x86-64-v4: float32 reductions in the same row functions, 16 lanes a step (see _wide512.h)
+    const bint FB_F32_WIDE
+    void fb_reduce_f32_row(int mode, const float* a, const float* b, Py_ssize_t W, const float* m,
+                           float* s0, float* s1)
+    void fb_reduce_f32_rows(int mode, const float* a, const float* b, Py_ssize_t nrows, Py_ssize_t stride,
+                            Py_ssize_t span, Py_ssize_t W, const float* m, float* s0, float* s1)
     # runs and rows with non-temporal stores (x86-64-v3; elsewhere: apply_run_streamed, apply_rows_streamed)
     void fb_apply_f32_run_streamed(int mode, const float* a, const float* b, float* out, Py_ssize_t L,
                                    float A, float B, float K, float m)

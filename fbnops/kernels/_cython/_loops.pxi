@@ -6,8 +6,8 @@ from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_rows, fb_apply_bf16
                   fb_apply_bf16_run_streamed, fb_apply_f32_rows, fb_apply_f32_rows_streamed, fb_apply_f32_run_streamed,
                   fb_apply_half_rows, fb_apply_half_rows_streamed, fb_apply_half_run, fb_apply_half_run_streamed,
                   fb_f32_lanes, fb_f32_row, fb_f32_tiles, fb_f64_lanes,
-                  fb_prefetch_lines, fb_reduce_bf16_row, fb_reduce_bf16_rows, fb_reduce_half_row,
-                  fb_reduce_half_rows, fb_stream_copy, fb_stream_fence)
+                  fb_prefetch_lines, fb_reduce_bf16_row, fb_reduce_bf16_rows, fb_reduce_f32_row, fb_reduce_f32_rows,
+                  fb_reduce_half_row, fb_reduce_half_rows, fb_stream_copy, fb_stream_fence, FB_F32_WIDE)
 
 # ---------------------------------------------------------------------------------------
 # Innermost loops.  All data is processed as rows of W lanes with per-lane tiles
@@ -31,6 +31,13 @@ cdef inline void reduce_rows(Reduce mode, const storage_t* a, const storage_t* b
         if FB_BF16_ROWS:
             for r in range(nrows):
                 fb_reduce_bf16_row(mode, a, b, W, m, s0, s1)
+                a += W
+                b += W
+            return
+    if storage_t is float:
+        if FB_F32_WIDE:  # x86-64-v4: 16 lanes a step (the same adds per lane)
+            for r in range(nrows):
+                fb_reduce_f32_row(mode, a, b, W, m, s0, s1)
                 a += W
                 b += W
             return
@@ -89,6 +96,10 @@ cdef inline void reduce_strided(Reduce mode, const storage_t* a, const storage_t
     if storage_t is fb_bf16:
         if FB_BF16_ROWS:
             fb_reduce_bf16_rows(mode, a, b, nrows, stride, span, W, m, s0, s1)
+            return
+    if storage_t is float:
+        if FB_F32_WIDE and mode != RED_GRAD:  # (the gradient's pass: row by row, below, as in reduce_group)
+            fb_reduce_f32_rows(mode, a, b, nrows, stride, span, W, m, s0, s1)
             return
     if span <= W and mode != RED_GRAD:  # one row per span: eight rows at a time (reduce_group)
         while r + 8 <= nrows:

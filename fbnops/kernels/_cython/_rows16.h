@@ -374,6 +374,7 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
 #define FB_HALF_RUN FB_RUN32_HALF
 #define FB_BF16_RUN FB_RUN32_BF16
 #define FB_HALF_TWO_ROWS 0
+#define FB_F32_WIDE 1 /* float32 reductions through fb_reduce_f32_row(s), not the Cython loops */
 #else
 #define FB_WIDE_APPLY_ROW(NAME, KIND, LOAD8, STORE16)
 #define FB_WIDE_REDUCE_ROW(NAME)
@@ -381,6 +382,7 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
 #define FB_HALF_RUN FB_RUN16_VECTORS
 #define FB_BF16_RUN FB_RUN16_PAIRS
 #define FB_HALF_TWO_ROWS 1
+#define FB_F32_WIDE 0
 #endif
 FB_ROWS_16(float, f32, fb_load_f32x8, fb_store_f32x8, fb_store_f32x16, fb_f32_same, fb_f32_same, FB_RUN16_VECTORS, 1)
 FB_ROWS_16(fb_half, half, fb_load_half8, fb_store_half8, fb_store_half16, fb_half_to_f32, fb_f32_to_half, FB_HALF_RUN,

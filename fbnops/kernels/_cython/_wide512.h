@@ -3,7 +3,8 @@
  * On a core that executes 512-bit vectors at full width (AMD Zen 5), a C loop over 16 planes of
  * 28x28 in L2 (median of 200, 1 thread) took, per 16 values of the training gradient's apply,
  * 2.9 cycles for bfloat16 (7.0 in 16-value steps, 5.4 in pairs) and 3.5 for float16 (5.7); float32
- * rows are bound by L2, not by the vectors (5.0 against 4.8), and keep their 8-lane steps.
+ * applies are bound by L2, not by the vectors (5.0 against 4.8), and keep their 8-lane steps;
+ * float32 reductions take the 16-bit ones' strips and rows here (FB_F32_WIDE), 16 lanes a step.
  *
  * - channel runs (one channel's coefficients): FB_RUN32_BF16 / FB_RUN32_HALF, 32 values a step;
  * - rows with per-lane coefficients (the applies) and per-lane totals (the reductions from
@@ -25,6 +26,7 @@ static inline __m512 fb_load_bf16_16(const fb_bf16* p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
 static inline __m512 fb_load_half_16(const fb_half* p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p)); }
+static inline __m512 fb_load_f32_16(const float* p) { return _mm512_loadu_ps(p); }
 
 /* 32 values narrowed into 64 bytes (PUT64; PUT32 for a bfloat16 pair of vectors with a denormal
  * lane, which vcvtne2ps2bf16 would read as zero: the integer code, 16 values at a time). */
@@ -103,7 +105,7 @@ static inline __attribute__((always_inline)) void fb_reduce16(int mode, __m512 x
     }
 #define FB_WIDE_REDUCE_ROW_bf16 FB_WIDE_REDUCE_ROW_STEPS(bf16)
 #define FB_WIDE_REDUCE_ROW_half FB_WIDE_REDUCE_ROW_STEPS(half)
-#define FB_WIDE_REDUCE_ROW_f32
+#define FB_WIDE_REDUCE_ROW_f32 FB_WIDE_REDUCE_ROW_STEPS(f32)
 #define FB_WIDE_REDUCE_ROW(NAME) FB_WIDE_REDUCE_ROW_##NAME
 
 /* Strips (see FB_STRIP in _rows16.h) of the same 64 lanes (32 with two totals a lane) in 16-lane
@@ -155,7 +157,7 @@ static inline __attribute__((always_inline)) void fb_reduce16(int mode, __m512 x
     }
 #define FB_WIDE_STRIPS_bf16(T, LOAD8) FB_STRIP_WIDE(T, bf16, 8) FB_STRIP_WIDE(T, bf16, 4)
 #define FB_WIDE_STRIPS_half(T, LOAD8) FB_STRIP_WIDE(T, half, 8) FB_STRIP_WIDE(T, half, 4)
-#define FB_WIDE_STRIPS_f32(T, LOAD8) FB_STRIP(T, f32, LOAD8, 8) FB_STRIP(T, f32, LOAD8, 4)
+#define FB_WIDE_STRIPS_f32(T, LOAD8) FB_STRIP_WIDE(T, f32, 8) FB_STRIP_WIDE(T, f32, 4)
 #define FB_STRIPS_8_4(T, NAME, LOAD8) FB_WIDE_STRIPS_##NAME(T, LOAD8)
 
 /* 32 bfloat16 values of a run as even/odd pairs of 32-bit lanes (as fb_apply_bf16_pairs: shifted
