@@ -151,7 +151,8 @@ def test_numba_streamed_stores_are_non_temporal():
     from numba import njit
 
     from fbnops.kernels import numba_backend
-    from fbnops.kernels._numba_stream import stream_fence, streamed_row
+    from fbnops.kernels._numba_stream import stream_fence
+    from fbnops.kernels._numba_vrows import streamed_row
     from fbnops.kernels._plan import Apply
 
     mode = int(Apply.APPLY_A)  # (a free variable: a compile-time constant to Numba)
@@ -171,6 +172,28 @@ def test_numba_streamed_stores_are_non_temporal():
         else:
             code, pattern = row.inspect_llvm(row.signatures[-1]), r"store .*!nontemporal"
         assert re.search(pattern, code), f"{np.dtype(dtype)}: no non-temporal store in the streamed row"
+
+
+def test_numba_bfloat16_rows_narrow_in_hardware_where_the_cpu_does():
+    """Where the CPU has AVX512-BF16, Numba's bfloat16 rows narrow with vcvtne2ps2bf16, as the C
+    kernels' x86-64-v4 build does (the same bits: test_numba_16bit_runs_round_as_cythons)."""
+    extras.require_backend("numba")
+    from numba import njit
+
+    from fbnops.kernels._numba_vrows import HARDWARE_BF16, hardware_bf16_row
+    from fbnops.kernels._plan import Apply
+
+    if not HARDWARE_BF16:
+        pytest.skip("Numba compiles for a CPU without AVX512-BF16 here: bfloat16 narrows by the integer code")
+    mode = int(Apply.APPLY_A)
+
+    @njit
+    def row(a, out, coefficient):
+        hardware_bf16_row(a, a, out, mode, 0, a.shape[0], coefficient, coefficient, coefficient, coefficient)
+
+    a = np.zeros(256, np.int16)
+    row(a, np.empty_like(a), np.float32(1))
+    assert "vcvtne2ps2bf16" in row.inspect_asm(row.signatures[-1])
 
 
 def test_numba_float64_totals_are_bitwise_cythons():

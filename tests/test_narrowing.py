@@ -186,16 +186,19 @@ def test_wide_reductions_add_as_the_x86_64_v3_build(dtype, shape, strips):
         np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize("layout", ["runs", "rows"])
 @pytest.mark.parametrize("streamed", [False, True], ids=["ordinary", "streamed"])
 @pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16], ids=["bfloat16", "float16"])
-@pytest.mark.parametrize("gamma", [1.0, 1.00390625, 0.7071068, 3.0e38])
-def test_numba_16bit_runs_round_as_cythons(gamma, dtype, streamed, monkeypatch):
-    """The Numba backend's runs narrow as the Cython build this CPU loads does: every bit pattern
-    through the frozen gradient (A * dy) and the inference forward (B * (x - m) + K), at an odd
-    run length (the last value alone).  Ordinary: bfloat16 two values to a 32-bit word.  Streamed
-    (every output past the threshold): 8 values at a time in the vector intrinsic, whose
-    bfloat16 rounding and NaN quieting are written out in vector IR apart from the scalar ones.
-    (The loaded build against the portable one: test_bf16_runs_round_as_the_portable_build.)"""
+@pytest.mark.parametrize("gamma", [1.0, 1.00390625, 0.7071068, 3.0e38, 1.0e-38])
+def test_numba_16bit_runs_round_as_cythons(gamma, dtype, streamed, layout, monkeypatch):
+    """The Numba backend's runs and rows narrow as the Cython build this CPU loads does: every bit
+    pattern through the frozen gradient (A * dy) and the inference forward (B * (x - m) + K), in a
+    run of odd length (the last value alone) and in channels-last rows of per-lane coefficients.
+    Ordinary: bfloat16 two values to a 32-bit word, or 16 values narrowed by the CPU where it has
+    AVX512-BF16 (a denormal product, gamma 1e-38, by the integer code).  Streamed (every output
+    past the threshold): 8 values at a time in the vector intrinsic, whose bfloat16 rounding and
+    NaN quieting are written out in vector IR apart from the scalar ones.  (The loaded build
+    against the portable one: test_bf16_runs_round_as_the_portable_build.)"""
     extras.require_backend("cython")
     extras.require_backend("numba")
     from fbnops.kernels import cython_backend, numba_backend
@@ -205,8 +208,10 @@ def test_numba_16bit_runs_round_as_cythons(gamma, dtype, streamed, monkeypatch):
             pytest.skip("Numba streams float16 only where it converts with F16C (x86-64-v3)")
         monkeypatch.setattr(numba_backend, "stream_min_bytes", 0)
     values = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(dtype)
-    t = np.concatenate([values, values[:1]]).reshape(1, 1, -1)  # (an odd length)
-    scale, mean, var, offset = (np.array([v], np.float32) for v in (gamma, 0.25, 0.999, -0.5))
+    t = np.concatenate([values, values[:1]]).reshape(1, 1, -1) if layout == "runs" else _row_planes(dtype)
+    c = np.arange(t.shape[1], dtype=np.float32)
+    scale, mean = np.float32(gamma) * (1 - c / 256), 0.25 + c / 64
+    var, offset = np.full_like(c, 0.999), np.full_like(c, -0.5)
     cython = cython_backend._bn
     for build in (cython, numba_backend):
         kw = {"num_threads": 1} if build is cython else {}

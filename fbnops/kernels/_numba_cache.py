@@ -35,7 +35,8 @@ LOCKS = fcntl is not None  # whether concurrent compilers are safe here
 
 _HERE = Path(__file__).resolve().parent
 SOURCES = (
-    "_numba_loops.py", "_numba_rows.py", "_numba_channels.py", "_numba_fp.py", "_numba_stream.py", "_numba_cache.py",
+    "_numba_loops.py", "_numba_rows.py", "_numba_channels.py", "_numba_fp.py", "_numba_stream.py", "_numba_vrows.py",
+    "_numba_cache.py",
     "_numba_stages.py", "_plan.py",
 )  # fmt: skip
 # ... and on this host's strip threshold, which the kernels compile in (_plan.STRIP_MAX_BYTES: from the

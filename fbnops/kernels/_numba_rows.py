@@ -25,7 +25,8 @@ from ._numba_fp import (
     borrowed,
     pairs_of,
 )
-from ._numba_stream import prefetch_lines, stream_fence, streamed_row
+from ._numba_stream import prefetch_lines, stream_fence
+from ._numba_vrows import HARDWARE_BF16, hardware_bf16_row, streamed_row
 from ._plan import BLOCK_ROWS, CACHED_MAX_BYTES, Apply, Reduce, _adds_to, _inputs
 
 _inputs = njit(inline="always")(_inputs)  # (the rules the Cython kernels compile from _plan.py)
@@ -249,6 +250,13 @@ def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs,
                 pos += W
         stream_fence()
         return
+    if pairs_of(a) and HARDWARE_BF16:  # bfloat16 narrowed by the CPU, 16 values a step
+        for k in range(count):
+            pos, stop = base + k * stride, base + k * stride + span
+            while pos < stop:
+                hardware_bf16_row(a, b, out, MODE, pos, min(W, stop - pos), At, Bt, Kt, mt)
+                pos += W
+        return
     if pairs_of(a):  # bfloat16: two values to a word, as in _apply_runs, with the tiles split by lane parity (pairs)
         n = a.shape[0] - a.shape[0] % 2
         wa, wb, wo = a[:n].view(np.uint32), b[:n].view(np.uint32), out[:n].view(np.uint32)
@@ -284,6 +292,11 @@ def _apply_runs(a, b, out, base, stride, count, L, A, B, K, m, ahead, stream):
             _prefetch_ahead(a, b, base + k * stride + ahead, L, ahead, _inputs(MODE) > 1)
             streamed_row(a, b, out, MODE, base + k * stride, L, A, B, K, m)
         stream_fence()
+        return
+    if pairs_of(a) and HARDWARE_BF16:  # bfloat16 narrowed by the CPU, 16 values a step
+        for k in range(count):
+            _prefetch_ahead(a, b, base + k * stride + ahead, L, ahead, _inputs(MODE) > 1)
+            hardware_bf16_row(a, b, out, MODE, base + k * stride, L, A, B, K, m)
         return
     if pairs_of(a) and base % 2 == 0 and stride % 2 == 0:  # bfloat16 runs that start on a word
         n = a.shape[0] - a.shape[0] % 2

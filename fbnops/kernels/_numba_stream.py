@@ -3,7 +3,7 @@
 An output past the caches is written with non-temporal stores, which skip reading each line
 before overwriting it (``_plan._streams`` decides when, for both backends).  As in the C
 kernels' x86-64-v3 build, each group of values is computed in vector registers and stored
-straight from them (:func:`streamed_row`: 8 values a store, 16-bit outputs 16): loaded,
+straight from them (``_numba_vrows.streamed_row``: 8 values a store, 16-bit outputs 16): loaded,
 widened, the mode's formula with an explicit FMA, narrowed and stored, all in one intrinsic.
 The operations are those of the C kernels' 8-lane code (``fb_apply8`` and the F16C / integer
 narrowing), so the bits are the same.  A Numba loop that filled a buffer, then copied it with
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from llvmlite import binding, ir
 from numba import njit, types
-from numba.core import cgutils, errors
-from numba.extending import intrinsic, overload
+from numba.core import cgutils
+from numba.extending import intrinsic
 
-from ._numba_fp import FASTMATH, _apply1, _load, _store, compiles_for
+from ._numba_fp import compiles_for
 from ._plan import Apply
 
 LANES8 = 8  # values per streamed store: 32 bytes of float32, 16 of a 16-bit type
@@ -263,91 +263,3 @@ def _sixteen_for(mode: int):
 
 
 _SIXTEEN = {mode: _sixteen_for(mode) for mode in Apply}
-
-
-def _sixteens_run_for(mode: int, in_pairs: bool):
-    """The middle of a streamed 16-bit row (see streamed_row): from lane j (at a 16-byte boundary),
-    one 8-value store if that is not a 32-byte boundary, then 16 values per 32-byte store (in
-    pairs: bfloat16 with a channel's coefficients); returns the lane after them."""
-    step16, streamed8 = (_PAIRS16 if in_pairs else _SIXTEEN)[mode], _APPLY8[mode, True]
-
-    @njit(inline="always")
-    def sixteens_run(a, b, out, start, L, A, B, K, m, j, addr):
-        if (addr + 2 * j) % 32 and j + LANES8 <= L:
-            streamed8(a, b, out, start + j, A, B, K, m, j)
-            j += LANES8
-        while j + 16 <= L:
-            step16(a, b, out, start + j, A, B, K, m, j)
-            j += 16
-        return j
-
-    return sixteens_run
-
-
-_SIXTEENS_RUN = {(mode, pairs): _sixteens_run_for(mode, pairs) for mode in Apply for pairs in (False, True)}
-
-
-@njit(inline="always")
-def _no_sixteens(a, b, out, start, L, A, B, K, m, j, addr):
-    return j
-
-
-def _lane(v, j):
-    """Coefficient v at lane j: a tile's lane, or the float itself."""
-
-
-@overload(_lane, inline="always")
-def _lane_impl(v, j):
-    if isinstance(v, types.Array):
-        return lambda v, j: v[j]
-    return lambda v, j: v
-
-
-@njit(inline="always", fastmath=FASTMATH)
-def _values(a, b, out, amode, start, n, A, B, K, m):
-    """Values start + j for j below n (a row of fewer than 8), one by one, with ordinary stores."""
-    for j in range(n):
-        _store(out, start + j, _apply1(amode, _load(a, start + j), _load(b, start + j), _lane(A, j), _lane(B, j),
-                                       _lane(K, j), _lane(m, j)))  # fmt: skip
-
-
-def streamed_row(a, b, out, amode, start, L, A, B, K, m):
-    """out[start:start + L] of an apply pass, streamed: where out + start is not at a boundary of
-    8 values, the first 8 with an ordinary store (the head up to that boundary); then 8 at a time
-    non-temporally (16-bit outputs: 16 per 32-byte store from the first 32-byte boundary, as the C
-    kernels store them; bfloat16 runs with a channel's coefficients in pairs), and the last 8 with
-    an ordinary store (the tail).  Values the head or tail store overlaps are written twice with the
-    same bits.  A row shorter than 8 goes value by value.  amode: a compile-time constant (the
-    sweeps' MODE), so that each sweep lowers its own mode's two intrinsics only.  A..m: a channel's
-    floats, or tiles whose lane 0 is the row's first value.  The caller fences (stream_fence) once
-    its item is done.  (No scalar loops around the vector ones: LLVM vectorized those too, and
-    compiling the kernels took 1.7x as long.)"""
-
-
-@overload(streamed_row, inline="always", prefer_literal=True)
-def _streamed_row_impl(a, b, out, amode, start, L, A, B, K, m):
-    if not isinstance(amode, types.IntegerLiteral):
-        raise errors.TypingError("streamed_row: amode must be a compile-time constant (an Apply value)")
-    mode = Apply(amode.literal_value)
-    ordinary8, streamed8 = _APPLY8[mode, False], _APPLY8[mode, True]
-    in_pairs = out.dtype == types.int16 and not isinstance(A, types.Array)
-    middle = _no_sixteens if out.dtype == types.float32 else _SIXTEENS_RUN[mode, in_pairs]  # (at compile time)
-
-    def impl(a, b, out, amode, start, L, A, B, K, m):
-        size = out.itemsize
-        addr = out.ctypes.data + start * size
-        if L < LANES8 or addr % size:  # (a misaligned output never comes from the kernels' allocator)
-            _values(a, b, out, amode, start, L, A, B, K, m)
-            return
-        j = ((LANES8 * size - addr % (LANES8 * size)) % (LANES8 * size)) // size
-        if j:  # (at a boundary, no ordinary store first: it would leave the line in the cache, dirty,
-            # just before a streamed store over it)
-            ordinary8(a, b, out, start, A, B, K, m, 0)
-        j = middle(a, b, out, start, L, A, B, K, m, j, addr)
-        while j + LANES8 <= L:
-            streamed8(a, b, out, start + j, A, B, K, m, j)
-            j += LANES8
-        if j < L:
-            ordinary8(a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
-
-    return impl

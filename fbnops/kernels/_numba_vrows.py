@@ -1,0 +1,283 @@
+"""Rows of an apply pass in vector steps (the Numba twin of the C kernels' 8- and 16-value
+steps): :func:`streamed_row` writes a row with non-temporal stores, and :func:`hardware_bf16_row`
+a bfloat16 row with ordinary ones, narrowed by the CPU where it has AVX512-BF16.
+
+The steps are the intrinsics of ``_numba_stream.py``, plus one here: 16 bfloat16 values narrowed
+by ``vcvtne2ps2bf16`` (an inline instruction: LLVM has no bfloat type in llvmlite's IR), which
+rounds to nearest even and quiets NaNs as the integer code does but reads denormals as zero, so
+16 values with a denormal lane take the integer code (the C kernels' x86-64-v4 build does the
+same: the same bits).  On that CPU the integer narrowing made Numba's bfloat16 applies 1.5-1.6x
+the C kernels' time.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils, errors
+from numba.extending import intrinsic, overload
+
+from ._numba_fp import FASTMATH, _apply1, _load, _store, compiles_for
+from ._numba_stream import (
+    _APPLY8,
+    _I32,
+    _PAIRS16,
+    _SIXTEEN,
+    _V8,
+    INLINE_STORES,
+    LANES8,
+    _at,
+    _coefficient8,
+    _formula8,
+    _narrowed8,
+    _store_streamed,
+    _widened8,
+)
+from ._plan import Apply
+
+HARDWARE_BF16 = INLINE_STORES and compiles_for("avx512bf16") and compiles_for("avx512vl")
+_H16 = ir.VectorType(ir.IntType(16), 16)
+
+
+def _denormal_in(builder, halves):
+    """Whether any float32 lane of the vectors (of one length) is denormal (exponent 0, mantissa not)."""
+    n = halves[0].type.count
+    words = ir.VectorType(_I32, n)
+    found = None
+    for h in halves:
+        u = builder.bitcast(h, words)
+        exp0 = builder.icmp_unsigned("==", builder.and_(u, ir.Constant(words, 0x7F800000)), ir.Constant(words, 0))
+        mant = builder.icmp_unsigned("!=", builder.and_(u, ir.Constant(words, 0x007FFFFF)), ir.Constant(words, 0))
+        lanes = builder.and_(exp0, mant)
+        found = lanes if found is None else builder.or_(found, lanes)
+    return builder.icmp_unsigned("!=", builder.bitcast(found, ir.IntType(n)), ir.Constant(ir.IntType(n), 0))
+
+
+def _joined(builder, low, high):
+    """Two vectors of one type as one of twice the lanes, low first."""
+    n = low.type.count
+    return builder.shuffle_vector(low, high, ir.Constant(ir.VectorType(_I32, 2 * n), list(range(2 * n))))
+
+
+def _formula16(builder, mode, x, dy, A, B, K, m):
+    """_formula8 on 16 lanes (one 512-bit vector)."""
+    v16 = ir.VectorType(ir.FloatType(), 16)
+    fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(v16, [v16, v16, v16]), "llvm.fma.v16f32")
+    if mode == Apply.APPLY_B:
+        return builder.fmul(A, dy)
+    d = builder.fsub(x, m)
+    if mode == Apply.APPLY_A:
+        return builder.call(fma, [B, d, K])
+    return builder.fmul(A, builder.call(fma, [B, d, builder.fadd(dy, K)]))
+
+
+def _inputs8(builder, context, mode, signature, args, k):
+    """x, dy and the coefficients of lanes [8k, 8k + 8) of a step (None where the mode reads none)."""
+    ta, tb, tout, _, tA, tB, tK, tm, _ = signature.args
+    va, vb, vout, vi, vA, vB, vK, vm, vj = args
+    vik, vjk = (builder.add(v, ir.Constant(v.type, 8 * k)) for v in (vi, vj))
+    coefficients = [_coefficient8(builder, context, t, v, vjk) for t, v in ((tA, vA), (tB, vB), (tK, vK), (tm, vm))]
+    x = None if mode == Apply.APPLY_B else _widened8(builder, context, ta, va, vik)
+    dy = None if mode == Apply.APPLY_A else _widened8(builder, context, tb, vb, vik)
+    return [x, dy, *coefficients]
+
+
+def _hardware32_for(mode: int):
+    """bfloat16 out[i:i + 32] in one 64-byte ordinary store: 16-lane vectors through the formula,
+    narrowed by one 512-bit vcvtne2ps2bf16 (the C kernels' x86-64-v4 rows take the same steps),
+    or, where a lane is denormal, by the integer code 8 lanes at a time."""
+    h32 = ir.VectorType(ir.IntType(16), 32)
+    v16 = ir.VectorType(ir.FloatType(), 16)
+    narrow2 = ir.InlineAsm(ir.FunctionType(h32, [v16, v16]), "vcvtne2ps2bf16 $2, $1, $0", "=v,v,v")  # ($2: low)
+
+    @intrinsic
+    def hardware32(typingctx, a, b, out, i, A, B, K, m, j):
+        def codegen(context, builder, signature, args):
+            eighths = [_inputs8(builder, context, mode, signature, args, k) for k in range(4)]
+            halves = []
+            for k in (0, 1):
+                lo, hi = eighths[2 * k], eighths[2 * k + 1]
+                joined = [None if u is None else _joined(builder, u, w) for u, w in zip(lo, hi, strict=True)]
+                halves.append(_formula16(builder, mode, *joined))
+            at = _at(context, builder, signature.args[2], args[2], args[3], h32)
+            with builder.if_else(_denormal_in(builder, halves), likely=False) as (soft, hard):
+                with soft:
+                    quarters = [
+                        builder.shuffle_vector(h, h, ir.Constant(ir.VectorType(_I32, LANES8), list(range(q, q + 8))))
+                        for h in halves
+                        for q in (0, 8)
+                    ]
+                    bits = [_narrowed8(builder, types.int16, q) for q in quarters]
+                    low, high = _joined(builder, bits[0], bits[1]), _joined(builder, bits[2], bits[3])
+                    builder.store(_joined(builder, low, high), at, align=2)
+                with hard:
+                    builder.store(builder.call(narrow2, [halves[1], halves[0]]), at, align=2)
+            return context.get_dummy_value()
+
+        return types.void(a, b, out, types.intp, A, B, K, m, types.intp), codegen
+
+    return hardware32
+
+
+_HARDWARE32 = {mode: _hardware32_for(mode) for mode in Apply}
+
+
+def _hardware16_for(mode: int, streamed: bool):
+    """bfloat16 out[i:i + 16] in one 32-byte store (streamed: out + i aligned to 32 bytes): two
+    sets of 8 lanes (lanes j and j + 8 of tile coefficients) through the 8-lane intrinsic's
+    operations, narrowed by one vcvtne2ps2bf16, or by the integer code where a lane is denormal."""
+    narrow2 = ir.InlineAsm(ir.FunctionType(_H16, [_V8, _V8]), "vcvtne2ps2bf16 $2, $1, $0", "=x,x,x")  # ($2: low)
+
+    @intrinsic
+    def hardware16(typingctx, a, b, out, i, A, B, K, m, j):
+        def codegen(context, builder, signature, args):
+            halves = [_formula8(builder, mode, *_inputs8(builder, context, mode, signature, args, k)) for k in (0, 1)]
+            at = _at(context, builder, signature.args[2], args[2], args[3], _H16)
+
+            def store(value):
+                if streamed:
+                    _store_streamed(builder, value, at, 32)
+                else:
+                    builder.store(value, at, align=2)
+
+            with builder.if_else(_denormal_in(builder, halves), likely=False) as (soft, hard):
+                with soft:
+                    low, high = (_narrowed8(builder, types.int16, h) for h in halves)
+                    store(builder.shuffle_vector(low, high, ir.Constant(ir.VectorType(_I32, 16), list(range(16)))))
+                with hard:
+                    store(builder.call(narrow2, [halves[1], halves[0]]))
+            return context.get_dummy_value()
+
+        return types.void(a, b, out, types.intp, A, B, K, m, types.intp), codegen
+
+    return hardware16
+
+
+_HARDWARE16 = {(mode, streamed): _hardware16_for(mode, streamed) for mode in Apply for streamed in (False, True)}
+
+
+def _sixteens_run_for(mode: int, step: str):
+    """The middle of a streamed 16-bit row (see streamed_row): from lane j (at a 16-byte boundary),
+    one 8-value store if that is not a 32-byte boundary, then 16 values per 32-byte store (step:
+    "pairs", bfloat16 with a channel's coefficients; "hardware", bfloat16 narrowed by the CPU;
+    "vectors"); returns the lane after them."""
+    steps = {"pairs": _PAIRS16[mode], "hardware": _HARDWARE16[mode, True], "vectors": _SIXTEEN[mode]}
+    step16, streamed8 = steps[step], _APPLY8[mode, True]
+
+    @njit(inline="always")
+    def sixteens_run(a, b, out, start, L, A, B, K, m, j, addr):
+        if (addr + 2 * j) % 32 and j + LANES8 <= L:
+            streamed8(a, b, out, start + j, A, B, K, m, j)
+            j += LANES8
+        while j + 16 <= L:
+            step16(a, b, out, start + j, A, B, K, m, j)
+            j += 16
+        return j
+
+    return sixteens_run
+
+
+_STEPS = ("pairs", "hardware", "vectors")
+_SIXTEENS_RUN = {(mode, step): _sixteens_run_for(mode, step) for mode in Apply for step in _STEPS}
+
+
+@njit(inline="always")
+def _no_sixteens(a, b, out, start, L, A, B, K, m, j, addr):
+    return j
+
+
+def _lane(v, j):
+    """Coefficient v at lane j: a tile's lane, or the float itself."""
+
+
+@overload(_lane, inline="always")
+def _lane_impl(v, j):
+    if isinstance(v, types.Array):
+        return lambda v, j: v[j]
+    return lambda v, j: v
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _values(a, b, out, amode, start, n, A, B, K, m):
+    """Values start + j for j below n (a row of fewer than 8), one by one, with ordinary stores."""
+    for j in range(n):
+        _store(out, start + j, _apply1(amode, _load(a, start + j), _load(b, start + j), _lane(A, j), _lane(B, j),
+                                       _lane(K, j), _lane(m, j)))  # fmt: skip
+
+
+def streamed_row(a, b, out, amode, start, L, A, B, K, m):
+    """out[start:start + L] of an apply pass, streamed: where out + start is not at a boundary of
+    8 values, the first 8 with an ordinary store (the head up to that boundary); then 8 at a time
+    non-temporally (16-bit outputs: 16 per 32-byte store from the first 32-byte boundary, as the C
+    kernels store them; bfloat16 runs with a channel's coefficients in pairs), and the last 8 with
+    an ordinary store (the tail).  Values the head or tail store overlaps are written twice with the
+    same bits.  A row shorter than 8 goes value by value.  amode: a compile-time constant (the
+    sweeps' MODE), so that each sweep lowers its own mode's two intrinsics only.  A..m: a channel's
+    floats, or tiles whose lane 0 is the row's first value.  The caller fences (stream_fence) once
+    its item is done.  (No scalar loops around the vector ones: LLVM vectorized those too, and
+    compiling the kernels took 1.7x as long.)"""
+
+
+@overload(streamed_row, inline="always", prefer_literal=True)
+def _streamed_row_impl(a, b, out, amode, start, L, A, B, K, m):
+    if not isinstance(amode, types.IntegerLiteral):
+        raise errors.TypingError("streamed_row: amode must be a compile-time constant (an Apply value)")
+    mode = Apply(amode.literal_value)
+    ordinary8, streamed8 = _APPLY8[mode, False], _APPLY8[mode, True]
+    step = "vectors"  # (float16; bfloat16 below)
+    if out.dtype == types.int16:
+        step = "hardware" if HARDWARE_BF16 else "vectors" if isinstance(A, types.Array) else "pairs"
+    middle = _no_sixteens if out.dtype == types.float32 else _SIXTEENS_RUN[mode, step]  # (at compile time)
+
+    def impl(a, b, out, amode, start, L, A, B, K, m):
+        size = out.itemsize
+        addr = out.ctypes.data + start * size
+        if L < LANES8 or addr % size:  # (a misaligned output never comes from the kernels' allocator)
+            _values(a, b, out, amode, start, L, A, B, K, m)
+            return
+        j = ((LANES8 * size - addr % (LANES8 * size)) % (LANES8 * size)) // size
+        if j:  # (at a boundary, no ordinary store first: it would leave the line in the cache, dirty,
+            # just before a streamed store over it)
+            ordinary8(a, b, out, start, A, B, K, m, 0)
+        j = middle(a, b, out, start, L, A, B, K, m, j, addr)
+        while j + LANES8 <= L:
+            streamed8(a, b, out, start + j, A, B, K, m, j)
+            j += LANES8
+        if j < L:
+            ordinary8(a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
+
+    return impl
+
+
+def hardware_bf16_row(a, b, out, amode, start, L, A, B, K, m):
+    """bfloat16 out[start:start + L] of an apply pass with ordinary stores, 32 then 16 values a step
+    narrowed by the CPU (HARDWARE_BF16 only), then 8 at a time by the integer code; the last 8
+    overlapping (the same bits twice), and a row shorter than 8 value by value.  amode, A..m: as
+    for streamed_row."""
+
+
+@overload(hardware_bf16_row, inline="always", prefer_literal=True)
+def _hardware_bf16_row_impl(a, b, out, amode, start, L, A, B, K, m):
+    if not isinstance(amode, types.IntegerLiteral):
+        raise errors.TypingError("hardware_bf16_row: amode must be a compile-time constant (an Apply value)")
+    mode = Apply(amode.literal_value)
+    step32, step16, ordinary8 = _HARDWARE32[mode], _HARDWARE16[mode, False], _APPLY8[mode, False]
+
+    def impl(a, b, out, amode, start, L, A, B, K, m):
+        if L < LANES8:
+            _values(a, b, out, amode, start, L, A, B, K, m)
+            return
+        j = 0
+        while j + 32 <= L:
+            step32(a, b, out, start + j, A, B, K, m, j)
+            j += 32
+        while j + 16 <= L:
+            step16(a, b, out, start + j, A, B, K, m, j)
+            j += 16
+        while j + LANES8 <= L:
+            ordinary8(a, b, out, start + j, A, B, K, m, j)
+            j += LANES8
+        if j < L:
+            ordinary8(a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
+
+    return impl
