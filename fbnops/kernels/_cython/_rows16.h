@@ -130,54 +130,66 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
  * row after row.  That is exactly the adds of the one-row loop run on each W-lane piece in turn
  * (same operations, same order per lane), so the same bits.  A strip of NV vectors is summed
  * over every row before the next strip: NV independent add chains hide the add latency. */
+/* A strip's vectors: V names a kit of vector type and operations (FB_V8: 8 float32 lanes; the
+ * x86-64-v4 build's FB_V16 in _wide512.h: 16), LOADV the storage type's widening load. */
+#define FB_V8_T __m256
+#define FB_V8_N 8
+#define FB_V8_LOADF _mm256_loadu_ps
+#define FB_V8_STOREF _mm256_storeu_ps
+#define FB_V8_ADD _mm256_add_ps
+#define FB_V8_SUB _mm256_sub_ps
+#define FB_V8_FMADD _mm256_fmadd_ps
 /* One vector of one row into the strip's totals u[k], v[k] (centre mk). */
-#define FB_STRIP_STEP(LOAD8, px, pg, mk, k)                                                         \
+#define FB_STRIP_STEP(V, LOADV, px, pg, mk, k)                                                      \
     {                                                                                               \
-        __m256 xv = LOAD8(px);                                                                      \
-        if (mode == FB_RED_SUM) u[k] = _mm256_add_ps(u[k], xv);                                     \
+        V##_T xv = LOADV(px);                                                                       \
+        if (mode == FB_RED_SUM) u[k] = V##_ADD(u[k], xv);                                           \
         else if (mode == FB_RED_SQ) {                                                               \
-            __m256 d = _mm256_sub_ps(xv, mk);                                                       \
-            v[k] = _mm256_fmadd_ps(d, d, v[k]);                                                     \
+            V##_T d = V##_SUB(xv, mk);                                                              \
+            v[k] = V##_FMADD(d, d, v[k]);                                                           \
         } else {                                                                                    \
-            __m256 dy = LOAD8(pg);                                                                  \
-            u[k] = _mm256_add_ps(u[k], dy);                                                         \
-            v[k] = _mm256_fmadd_ps(_mm256_sub_ps(xv, mk), dy, v[k]);                                \
+            V##_T dy = LOADV(pg);                                                                   \
+            u[k] = V##_ADD(u[k], dy);                                                               \
+            v[k] = V##_FMADD(V##_SUB(xv, mk), dy, v[k]);                                            \
         }                                                                                           \
     }
-/* With one piece a row, the passes that centre (SQ, GRAD) take two rows per load of the centre
- * tile, row r before row r + 1 in every lane as in the one-row loop. */
-#define FB_STRIP(T, NAME, LOAD8, NV)                                                                \
+/* fb_strip_NAME_NV: a strip of NV * 8 lanes in vectors of the kit V.  With one piece a row, the
+ * passes that centre (SQ, GRAD) take two rows per load of the centre tile, row r before row r + 1
+ * in every lane as in the one-row loop. */
+#define FB_STRIP_IN(T, NAME, V, LOADV, NV)                                                          \
     static inline __attribute__((always_inline)) void fb_strip_##NAME##_##NV(                       \
         int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, ptrdiff_t q,            \
         ptrdiff_t W, const float* m, float* s0, float* s1) {                                        \
-        __m256 u[NV], v[NV];                                                                        \
+        enum { NVEC = NV * 8 / V##_N };                                                             \
+        V##_T u[NVEC], v[NVEC];                                                                     \
         ptrdiff_t r = 0;                                                                            \
-        for (int k = 0; k < NV; k++) { /* (only the totals the mode adds to) */                     \
-            if (fb_adds_to(mode, 0)) u[k] = _mm256_loadu_ps(s0 + 8 * k);                            \
-            if (fb_adds_to(mode, 1)) v[k] = _mm256_loadu_ps(s1 + 8 * k);                            \
+        for (int k = 0; k < NVEC; k++) { /* (only the totals the mode adds to) */                   \
+            if (fb_adds_to(mode, 0)) u[k] = V##_LOADF(s0 + V##_N * k);                              \
+            if (fb_adds_to(mode, 1)) v[k] = V##_LOADF(s1 + V##_N * k);                              \
         }                                                                                           \
         if (mode != FB_RED_SUM && q == 1)                                                           \
             for (; r + 2 <= nrows; r += 2) {                                                        \
                 const T* x = a + r * stride;                                                        \
                 const T* g = b + r * stride;                                                        \
-                for (int k = 0; k < NV; k++) {                                                      \
-                    const __m256 mk = _mm256_loadu_ps(m + 8 * k);                                   \
-                    FB_STRIP_STEP(LOAD8, x + 8 * k, g + 8 * k, mk, k)                               \
-                    FB_STRIP_STEP(LOAD8, x + stride + 8 * k, g + stride + 8 * k, mk, k)             \
+                for (int k = 0; k < NVEC; k++) {                                                    \
+                    const V##_T mk = V##_LOADF(m + V##_N * k);                                      \
+                    FB_STRIP_STEP(V, LOADV, x + V##_N * k, g + V##_N * k, mk, k)                    \
+                    FB_STRIP_STEP(V, LOADV, x + stride + V##_N * k, g + stride + V##_N * k, mk, k)  \
                 }                                                                                   \
             }                                                                                       \
         for (; r < nrows; r++)                                                                      \
             for (ptrdiff_t piece = 0; piece < q; piece++) {                                         \
                 const T* x = a + r * stride + piece * W;                                            \
                 const T* g = b + r * stride + piece * W;                                            \
-                for (int k = 0; k < NV; k++)                                                        \
-                    FB_STRIP_STEP(LOAD8, x + 8 * k, g + 8 * k, _mm256_loadu_ps(m + 8 * k), k)       \
+                for (int k = 0; k < NVEC; k++)                                                      \
+                    FB_STRIP_STEP(V, LOADV, x + V##_N * k, g + V##_N * k, V##_LOADF(m + V##_N * k), k) \
             }                                                                                       \
-        for (int k = 0; k < NV; k++) {                                                              \
-            if (fb_adds_to(mode, 0)) _mm256_storeu_ps(s0 + 8 * k, u[k]);                            \
-            if (fb_adds_to(mode, 1)) _mm256_storeu_ps(s1 + 8 * k, v[k]);                            \
+        for (int k = 0; k < NVEC; k++) {                                                            \
+            if (fb_adds_to(mode, 0)) V##_STOREF(s0 + V##_N * k, u[k]);                              \
+            if (fb_adds_to(mode, 1)) V##_STOREF(s1 + V##_N * k, v[k]);                              \
         }                                                                                           \
     }
+#define FB_STRIP(T, NAME, LOAD8, NV) FB_STRIP_IN(T, NAME, FB_V8, LOAD8, NV)
 /* The last t < 8 lanes of [.., j1), j1 >= 8: the one-vector strip of lanes j1 - 8 to j1 on a copy
  * of their totals, of which only the last t are kept (the other lanes' adds are thrown away).  A
  * lane below j1 - t takes at least as many pieces a row as the lanes above it, so every read is

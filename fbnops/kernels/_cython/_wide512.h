@@ -108,53 +108,16 @@ static inline __attribute__((always_inline)) void fb_reduce16(int mode, __m512 x
 #define FB_WIDE_REDUCE_ROW_f32 FB_WIDE_REDUCE_ROW_STEPS(f32)
 #define FB_WIDE_REDUCE_ROW(NAME) FB_WIDE_REDUCE_ROW_##NAME
 
-/* Strips (see FB_STRIP in _rows16.h) of the same 64 lanes (32 with two totals a lane) in 16-lane
- * vectors: NV / 2 of them, each lane's adds in the same row order. */
-#define FB_STRIP_STEP16(NAME, px, pg, mk, k)                                                        \
-    {                                                                                               \
-        __m512 xv = fb_load_##NAME##_16(px);                                                        \
-        if (mode == FB_RED_SUM) u[k] = _mm512_add_ps(u[k], xv);                                     \
-        else if (mode == FB_RED_SQ) {                                                               \
-            __m512 d = _mm512_sub_ps(xv, mk);                                                       \
-            v[k] = _mm512_fmadd_ps(d, d, v[k]);                                                     \
-        } else {                                                                                    \
-            __m512 dy = fb_load_##NAME##_16(pg);                                                    \
-            u[k] = _mm512_add_ps(u[k], dy);                                                         \
-            v[k] = _mm512_fmadd_ps(_mm512_sub_ps(xv, mk), dy, v[k]);                                \
-        }                                                                                           \
-    }
-#define FB_STRIP_WIDE(T, NAME, NV)                                                                  \
-    static inline __attribute__((always_inline)) void fb_strip_##NAME##_##NV(                       \
-        int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, ptrdiff_t q,            \
-        ptrdiff_t W, const float* m, float* s0, float* s1) {                                        \
-        __m512 u[NV / 2], v[NV / 2];                                                                \
-        ptrdiff_t r = 0;                                                                            \
-        for (int k = 0; k < NV / 2; k++) {                                                          \
-            if (fb_adds_to(mode, 0)) u[k] = _mm512_loadu_ps(s0 + 16 * k);                           \
-            if (fb_adds_to(mode, 1)) v[k] = _mm512_loadu_ps(s1 + 16 * k);                           \
-        }                                                                                           \
-        if (mode != FB_RED_SUM && q == 1)                                                           \
-            for (; r + 2 <= nrows; r += 2) {                                                        \
-                const T* x = a + r * stride;                                                        \
-                const T* g = b + r * stride;                                                        \
-                for (int k = 0; k < NV / 2; k++) {                                                  \
-                    const __m512 mk = _mm512_loadu_ps(m + 16 * k);                                  \
-                    FB_STRIP_STEP16(NAME, x + 16 * k, g + 16 * k, mk, k)                            \
-                    FB_STRIP_STEP16(NAME, x + stride + 16 * k, g + stride + 16 * k, mk, k)          \
-                }                                                                                   \
-            }                                                                                       \
-        for (; r < nrows; r++)                                                                      \
-            for (ptrdiff_t piece = 0; piece < q; piece++) {                                         \
-                const T* x = a + r * stride + piece * W;                                            \
-                const T* g = b + r * stride + piece * W;                                            \
-                for (int k = 0; k < NV / 2; k++)                                                    \
-                    FB_STRIP_STEP16(NAME, x + 16 * k, g + 16 * k, _mm512_loadu_ps(m + 16 * k), k)   \
-            }                                                                                       \
-        for (int k = 0; k < NV / 2; k++) {                                                          \
-            if (fb_adds_to(mode, 0)) _mm512_storeu_ps(s0 + 16 * k, u[k]);                           \
-            if (fb_adds_to(mode, 1)) _mm512_storeu_ps(s1 + 16 * k, v[k]);                           \
-        }                                                                                           \
-    }
+/* Strips (FB_STRIP_IN in _rows16.h) of the same 64 lanes (32 with two totals a lane) in 16-lane
+ * vectors, each lane's adds in the same row order. */
+#define FB_V16_T __m512
+#define FB_V16_N 16
+#define FB_V16_LOADF _mm512_loadu_ps
+#define FB_V16_STOREF _mm512_storeu_ps
+#define FB_V16_ADD _mm512_add_ps
+#define FB_V16_SUB _mm512_sub_ps
+#define FB_V16_FMADD _mm512_fmadd_ps
+#define FB_STRIP_WIDE(T, NAME, NV) FB_STRIP_IN(T, NAME, FB_V16, fb_load_##NAME##_16, NV)
 #define FB_WIDE_STRIPS_bf16(T, LOAD8) FB_STRIP_WIDE(T, bf16, 8) FB_STRIP_WIDE(T, bf16, 4)
 #define FB_WIDE_STRIPS_half(T, LOAD8) FB_STRIP_WIDE(T, half, 8) FB_STRIP_WIDE(T, half, 4)
 #define FB_WIDE_STRIPS_f32(T, LOAD8) FB_STRIP_WIDE(T, f32, 8) FB_STRIP_WIDE(T, f32, 4)
