@@ -51,9 +51,10 @@ def _store_streamed(builder, value, at, align):
     half-precision values, and with AVX512-FP16 it selected an ordinary store (vmovdqa64) for
     those, nontemporal or not."""
     if INLINE_STORES and value.type.element in (ir.HalfType(), ir.IntType(16)):
-        words = ir.VectorType(ir.IntType(64), value.type.count // 4)  # (16 or 32 bytes: xmm or ymm)
-        store = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [words, at.type]), "vmovntdq $0, ($1)", "x,r,~{memory}",
-                             side_effect=True)  # fmt: skip
+        words = ir.VectorType(ir.IntType(64), value.type.count // 4)  # (16, 32 or 64 bytes: xmm, ymm or zmm)
+        register = "v" if value.type.count == 32 else "x"  # (zmm: AVX-512's register class)
+        store = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [words, at.type]), "vmovntdq $0, ($1)",
+                             f"{register},r,~{{memory}}", side_effect=True)  # fmt: skip
         builder.call(store, [builder.bitcast(value, words), at])
         return
     store = builder.store(value, at, align=align)

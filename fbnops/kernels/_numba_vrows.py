@@ -1,6 +1,7 @@
-"""Rows of an apply pass in vector steps (the Numba twin of the C kernels' 8- and 16-value
-steps): :func:`streamed_row` writes a row with non-temporal stores, and :func:`hardware_bf16_row`
-a bfloat16 row with ordinary ones, narrowed by the CPU where it has AVX512-BF16.
+"""Rows of an apply pass in vector steps (the Numba twin of the C kernels' 8- and 16-value steps,
+and of their x86-64-v4 build's 32-value ones): :func:`streamed_row` writes a row with
+non-temporal stores, and :func:`hardware_bf16_row` a bfloat16 row with ordinary ones, narrowed
+by the CPU where it has AVX512-BF16.
 
 The steps are the intrinsics of ``_numba_stream.py``, plus one here: 16 bfloat16 values narrowed
 by ``vcvtne2ps2bf16`` (an inline instruction: LLVM has no bfloat type in llvmlite's IR), which
@@ -82,10 +83,10 @@ def _inputs8(builder, context, mode, signature, args, k):
     return [x, dy, *coefficients]
 
 
-def _hardware32_for(mode: int):
-    """bfloat16 out[i:i + 32] in one 64-byte ordinary store: 16-lane vectors through the formula,
-    narrowed by one 512-bit vcvtne2ps2bf16 (the C kernels' x86-64-v4 rows take the same steps),
-    or, where a lane is denormal, by the integer code 8 lanes at a time."""
+def _hardware32_for(mode: int, streamed: bool):
+    """bfloat16 out[i:i + 32] in one 64-byte store (streamed: out + i aligned to 64 bytes): 16-lane
+    vectors through the formula, narrowed by one 512-bit vcvtne2ps2bf16 (the C kernels' x86-64-v4
+    rows take the same steps), or, where a lane is denormal, by the integer code 8 lanes at a time."""
     h32 = ir.VectorType(ir.IntType(16), 32)
     v16 = ir.VectorType(ir.FloatType(), 16)
     narrow2 = ir.InlineAsm(ir.FunctionType(h32, [v16, v16]), "vcvtne2ps2bf16 $2, $1, $0", "=v,v,v")  # ($2: low)
@@ -100,6 +101,13 @@ def _hardware32_for(mode: int):
                 joined = [None if u is None else _joined(builder, u, w) for u, w in zip(lo, hi, strict=True)]
                 halves.append(_formula16(builder, mode, *joined))
             at = _at(context, builder, signature.args[2], args[2], args[3], h32)
+
+            def store(value):
+                if streamed:
+                    _store_streamed(builder, value, at, 64)
+                else:
+                    builder.store(value, at, align=2)
+
             with builder.if_else(_denormal_in(builder, halves), likely=False) as (soft, hard):
                 with soft:
                     quarters = [
@@ -109,9 +117,9 @@ def _hardware32_for(mode: int):
                     ]
                     bits = [_narrowed8(builder, types.int16, q) for q in quarters]
                     low, high = _joined(builder, bits[0], bits[1]), _joined(builder, bits[2], bits[3])
-                    builder.store(_joined(builder, low, high), at, align=2)
+                    store(_joined(builder, low, high))
                 with hard:
-                    builder.store(builder.call(narrow2, [halves[1], halves[0]]), at, align=2)
+                    store(builder.call(narrow2, [halves[1], halves[0]]))
             return context.get_dummy_value()
 
         return types.void(a, b, out, types.intp, A, B, K, m, types.intp), codegen
@@ -119,7 +127,7 @@ def _hardware32_for(mode: int):
     return hardware32
 
 
-_HARDWARE32 = {mode: _hardware32_for(mode) for mode in Apply}
+_HARDWARE32 = {(mode, streamed): _hardware32_for(mode, streamed) for mode in Apply for streamed in (False, True)}
 
 
 def _hardware16_for(mode: int, streamed: bool):
@@ -159,16 +167,26 @@ _HARDWARE16 = {(mode, streamed): _hardware16_for(mode, streamed) for mode in App
 def _sixteens_run_for(mode: int, step: str):
     """The middle of a streamed 16-bit row (see streamed_row): from lane j (at a 16-byte boundary),
     one 8-value store if that is not a 32-byte boundary, then 16 values per 32-byte store (step:
-    "pairs", bfloat16 with a channel's coefficients; "hardware", bfloat16 narrowed by the CPU;
+    "pairs", bfloat16 with a channel's coefficients; "hardware", bfloat16 narrowed by the CPU, which
+    from the first 64-byte boundary stores 32 values at a time, as the C kernels' x86-64-v4 build;
     "vectors"); returns the lane after them."""
     steps = {"pairs": _PAIRS16[mode], "hardware": _HARDWARE16[mode, True], "vectors": _SIXTEEN[mode]}
     step16, streamed8 = steps[step], _APPLY8[mode, True]
+    step32 = _HARDWARE32[mode, True] if step == "hardware" else None
+    wide = step32 is not None  # (a compile-time constant)
 
     @njit(inline="always")
     def sixteens_run(a, b, out, start, L, A, B, K, m, j, addr):
         if (addr + 2 * j) % 32 and j + LANES8 <= L:
             streamed8(a, b, out, start + j, A, B, K, m, j)
             j += LANES8
+        if wide:
+            if (addr + 2 * j) % 64 and j + 16 <= L:
+                step16(a, b, out, start + j, A, B, K, m, j)
+                j += 16
+            while j + 32 <= L:
+                step32(a, b, out, start + j, A, B, K, m, j)
+                j += 32
         while j + 16 <= L:
             step16(a, b, out, start + j, A, B, K, m, j)
             j += 16
@@ -209,7 +227,8 @@ def streamed_row(a, b, out, amode, start, L, A, B, K, m):
     """out[start:start + L] of an apply pass, streamed: where out + start is not at a boundary of
     8 values, the first 8 with an ordinary store (the head up to that boundary); then 8 at a time
     non-temporally (16-bit outputs: 16 per 32-byte store from the first 32-byte boundary, as the C
-    kernels store them; bfloat16 runs with a channel's coefficients in pairs), and the last 8 with
+    kernels store them; bfloat16 runs with a channel's coefficients in pairs; bfloat16 narrowed by
+    the CPU 32 per 64-byte store from the first 64-byte boundary), and the last 8 with
     an ordinary store (the tail).  Values the head or tail store overlaps are written twice with the
     same bits.  A row shorter than 8 goes value by value.  amode: a compile-time constant (the
     sweeps' MODE), so that each sweep lowers its own mode's two intrinsics only.  A..m: a channel's
@@ -261,7 +280,7 @@ def _hardware_bf16_row_impl(a, b, out, amode, start, L, A, B, K, m):
     if not isinstance(amode, types.IntegerLiteral):
         raise errors.TypingError("hardware_bf16_row: amode must be a compile-time constant (an Apply value)")
     mode = Apply(amode.literal_value)
-    step32, step16, ordinary8 = _HARDWARE32[mode], _HARDWARE16[mode, False], _APPLY8[mode, False]
+    step32, step16, ordinary8 = _HARDWARE32[mode, False], _HARDWARE16[mode, False], _APPLY8[mode, False]
 
     def impl(a, b, out, amode, start, L, A, B, K, m):
         if L < LANES8:
