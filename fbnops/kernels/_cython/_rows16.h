@@ -5,22 +5,44 @@
 #define FBNOPS_ROWS16_H
 
 #if FB_HALF_ROWS
+/* A kit of vector type and operations: FB_V8, 8 float32 lanes (the x86-64-v4 build's FB_V16 in
+ * _wide512.h: 16).  The element operations and the strips are written once over a kit. */
+#define FB_V8_T __m256
+#define FB_V8_N 8
+#define FB_V8_LOADF _mm256_loadu_ps
+#define FB_V8_STOREF _mm256_storeu_ps
+#define FB_V8_ADD _mm256_add_ps
+#define FB_V8_SUB _mm256_sub_ps
+#define FB_V8_MUL _mm256_mul_ps
+#define FB_V8_FMADD _mm256_fmadd_ps
+
 /* The float32 loops' operations in their order and with GCC's contractions, so the same
  * bits as the float32 loops on widened rows (dy: the gradient lanes, b).  Reduce modes:
  * FB_RED_GRAD (s0 + dy; fma(a - m, dy, s1)), FB_RED_SUM (s0 + a), FB_RED_SQ (fma(d, d, s1)).
  * Apply modes: FB_APPLY_FULL (A * fma(B, a - m, dy + K)), FB_APPLY_B (A * dy), FB_APPLY_A
- * (fma(B, a - m, K)). */
-static inline void fb_reduce8(int mode, __m256 x, __m256 dy, __m256 m, float* s0, float* s1) {
-    if (mode == FB_RED_GRAD) {
-        _mm256_storeu_ps(s0, _mm256_add_ps(_mm256_loadu_ps(s0), dy));
-        _mm256_storeu_ps(s1, _mm256_fmadd_ps(_mm256_sub_ps(x, m), dy, _mm256_loadu_ps(s1)));
-    } else if (mode == FB_RED_SUM) {
-        _mm256_storeu_ps(s0, _mm256_add_ps(_mm256_loadu_ps(s0), x));
-    } else {
-        __m256 d = _mm256_sub_ps(x, m);
-        _mm256_storeu_ps(s1, _mm256_fmadd_ps(d, d, _mm256_loadu_ps(s1)));
+ * (fma(B, a - m, K)).
+ * fb_reduceN (N lane totals s0, s1 += one row's values) and fb_applyN (N outputs) in kit V's
+ * vectors; fb_reduce1 and fb_apply1 one value. */
+#define FB_ELEMENT_OPS(V, N)                                                                        \
+    static inline __attribute__((always_inline)) void fb_reduce##N(int mode, V##_T x, V##_T dy, V##_T m, \
+                                                                   float* s0, float* s1) {          \
+        if (mode == FB_RED_GRAD) {                                                                  \
+            V##_STOREF(s0, V##_ADD(V##_LOADF(s0), dy));                                             \
+            V##_STOREF(s1, V##_FMADD(V##_SUB(x, m), dy, V##_LOADF(s1)));                            \
+        } else if (mode == FB_RED_SUM) {                                                            \
+            V##_STOREF(s0, V##_ADD(V##_LOADF(s0), x));                                              \
+        } else {                                                                                    \
+            V##_T d = V##_SUB(x, m);                                                                \
+            V##_STOREF(s1, V##_FMADD(d, d, V##_LOADF(s1)));                                         \
+        }                                                                                           \
+    }                                                                                               \
+    static inline __attribute__((always_inline)) V##_T fb_apply##N(int mode, V##_T x, V##_T dy, V##_T A, \
+                                                                   V##_T B, V##_T K, V##_T m) {     \
+        if (mode == FB_APPLY_FULL) return V##_MUL(A, V##_FMADD(B, V##_SUB(x, m), V##_ADD(dy, K)));  \
+        if (mode == FB_APPLY_B) return V##_MUL(A, dy);                                              \
+        return V##_FMADD(B, V##_SUB(x, m), K);                                                      \
     }
-}
+FB_ELEMENT_OPS(FB_V8, 8)
 
 static inline void fb_reduce1(int mode, float x, float dy, float m, float* s0, float* s1) {
     if (mode == FB_RED_GRAD) {
@@ -31,12 +53,6 @@ static inline void fb_reduce1(int mode, float x, float dy, float m, float* s0, f
     } else {
         *s1 = __builtin_fmaf(x - m, x - m, *s1);
     }
-}
-
-static inline __m256 fb_apply8(int mode, __m256 x, __m256 dy, __m256 A, __m256 B, __m256 K, __m256 m) {
-    if (mode == FB_APPLY_FULL) return _mm256_mul_ps(A, _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), _mm256_add_ps(dy, K)));
-    if (mode == FB_APPLY_B) return _mm256_mul_ps(A, dy);
-    return _mm256_fmadd_ps(B, _mm256_sub_ps(x, m), K);
 }
 
 static inline float fb_apply1(int mode, float x, float dy, float A, float B, float K, float m) {
@@ -130,15 +146,8 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
  * row after row.  That is exactly the adds of the one-row loop run on each W-lane piece in turn
  * (same operations, same order per lane), so the same bits.  A strip of NV vectors is summed
  * over every row before the next strip: NV independent add chains hide the add latency. */
-/* A strip's vectors: V names a kit of vector type and operations (FB_V8: 8 float32 lanes; the
- * x86-64-v4 build's FB_V16 in _wide512.h: 16), LOADV the storage type's widening load. */
-#define FB_V8_T __m256
-#define FB_V8_N 8
-#define FB_V8_LOADF _mm256_loadu_ps
-#define FB_V8_STOREF _mm256_storeu_ps
-#define FB_V8_ADD _mm256_add_ps
-#define FB_V8_SUB _mm256_sub_ps
-#define FB_V8_FMADD _mm256_fmadd_ps
+/* A strip's vectors: V names a kit of vector type and operations (FB_V8; FB_V16 in _wide512.h),
+ * LOADV the storage type's widening load. */
 /* One vector of one row into the strip's totals u[k], v[k] (centre mk). */
 #define FB_STRIP_STEP(V, LOADV, px, pg, mk, k)                                                      \
     {                                                                                               \

@@ -47,25 +47,16 @@ static inline __m512 fb_load_f32_16(const float* p) { return _mm512_loadu_ps(p);
 FB_WIDE_PUT_FORMS(, fb_put32, fb_put64)
 FB_WIDE_PUT_FORMS(_nt, fb_put32_nt, fb_put64_nt)
 
-/* fb_apply8 and fb_reduce8 on 16 lanes. */
-static inline __attribute__((always_inline)) __m512 fb_apply16(int mode, __m512 x, __m512 dy, __m512 A, __m512 B,
-                                                               __m512 K, __m512 m) {
-    if (mode == FB_APPLY_FULL) return _mm512_mul_ps(A, _mm512_fmadd_ps(B, _mm512_sub_ps(x, m), _mm512_add_ps(dy, K)));
-    if (mode == FB_APPLY_B) return _mm512_mul_ps(A, dy);
-    return _mm512_fmadd_ps(B, _mm512_sub_ps(x, m), K);
-}
-static inline __attribute__((always_inline)) void fb_reduce16(int mode, __m512 x, __m512 dy, __m512 m, float* s0,
-                                                              float* s1) {
-    if (mode == FB_RED_GRAD) {
-        _mm512_storeu_ps(s0, _mm512_add_ps(_mm512_loadu_ps(s0), dy));
-        _mm512_storeu_ps(s1, _mm512_fmadd_ps(_mm512_sub_ps(x, m), dy, _mm512_loadu_ps(s1)));
-    } else if (mode == FB_RED_SUM) {
-        _mm512_storeu_ps(s0, _mm512_add_ps(_mm512_loadu_ps(s0), x));
-    } else {
-        __m512 d = _mm512_sub_ps(x, m);
-        _mm512_storeu_ps(s1, _mm512_fmadd_ps(d, d, _mm512_loadu_ps(s1)));
-    }
-}
+/* The kit of 16 float32 lanes (FB_V8's in _rows16.h), and fb_apply16 / fb_reduce16 in it. */
+#define FB_V16_T __m512
+#define FB_V16_N 16
+#define FB_V16_LOADF _mm512_loadu_ps
+#define FB_V16_STOREF _mm512_storeu_ps
+#define FB_V16_ADD _mm512_add_ps
+#define FB_V16_SUB _mm512_sub_ps
+#define FB_V16_MUL _mm512_mul_ps
+#define FB_V16_FMADD _mm512_fmadd_ps
+FB_ELEMENT_OPS(FB_V16, 16)
 
 /* The 16 values at j of a row (in a run: COEF16 _mm512_set1_ps of the channel's coefficient). */
 #define FB_APPLY_WIDE(NAME, COEF16, j)                                                              \
@@ -110,13 +101,6 @@ static inline __attribute__((always_inline)) void fb_reduce16(int mode, __m512 x
 
 /* Strips (FB_STRIP_IN in _rows16.h) of the same 64 lanes (32 with two totals a lane) in 16-lane
  * vectors, each lane's adds in the same row order. */
-#define FB_V16_T __m512
-#define FB_V16_N 16
-#define FB_V16_LOADF _mm512_loadu_ps
-#define FB_V16_STOREF _mm512_storeu_ps
-#define FB_V16_ADD _mm512_add_ps
-#define FB_V16_SUB _mm512_sub_ps
-#define FB_V16_FMADD _mm512_fmadd_ps
 #define FB_STRIP_WIDE(T, NAME, NV) FB_STRIP_IN(T, NAME, FB_V16, fb_load_##NAME##_16, NV)
 #define FB_WIDE_STRIPS_bf16(T, LOAD8) FB_STRIP_WIDE(T, bf16, 8) FB_STRIP_WIDE(T, bf16, 4)
 #define FB_WIDE_STRIPS_half(T, LOAD8) FB_STRIP_WIDE(T, half, 8) FB_STRIP_WIDE(T, half, 4)
