@@ -24,7 +24,6 @@ from ._numba_stream import (
     _I32,
     _PAIRS16,
     _SIXTEEN,
-    _V8,
     INLINE_STORES,
     LANES8,
     _at,
@@ -83,13 +82,33 @@ def _inputs8(builder, context, mode, signature, args, k):
     return [x, dy, *coefficients]
 
 
+def _narrowed_store(builder, halves, at, streamed, integer_bits):
+    """Store float32 vectors `halves` (low, high: 8 or 16 lanes each) at `at` as bfloat16: one
+    vcvtne2ps2bf16, or, where a lane is denormal, integer_bits() (the integer code's vector);
+    streamed: one non-temporal store (at aligned to the vector's bytes)."""
+    n = halves[0].type.count
+    register = "v" if n == 16 else "x"  # (zmm: AVX-512's register class)
+    signature = ir.FunctionType(ir.VectorType(ir.IntType(16), 2 * n), [halves[0].type] * 2)
+    narrow2 = ir.InlineAsm(signature, "vcvtne2ps2bf16 $2, $1, $0", f"={register},{register},{register}")  # ($2: low)
+
+    def store(value):
+        if streamed:
+            _store_streamed(builder, value, at, 2 * value.type.count)
+        else:
+            builder.store(value, at, align=2)
+
+    with builder.if_else(_denormal_in(builder, halves), likely=False) as (soft, hard):
+        with soft:
+            store(integer_bits())
+        with hard:
+            store(builder.call(narrow2, [halves[1], halves[0]]))
+
+
 def _hardware32_for(mode: int, streamed: bool):
     """bfloat16 out[i:i + 32] in one 64-byte store (streamed: out + i aligned to 64 bytes): 16-lane
     vectors through the formula, narrowed by one 512-bit vcvtne2ps2bf16 (the C kernels' x86-64-v4
     rows take the same steps), or, where a lane is denormal, by the integer code 8 lanes at a time."""
     h32 = ir.VectorType(ir.IntType(16), 32)
-    v16 = ir.VectorType(ir.FloatType(), 16)
-    narrow2 = ir.InlineAsm(ir.FunctionType(h32, [v16, v16]), "vcvtne2ps2bf16 $2, $1, $0", "=v,v,v")  # ($2: low)
 
     @intrinsic
     def hardware32(typingctx, a, b, out, i, A, B, K, m, j):
@@ -102,24 +121,16 @@ def _hardware32_for(mode: int, streamed: bool):
                 halves.append(_formula16(builder, mode, *joined))
             at = _at(context, builder, signature.args[2], args[2], args[3], h32)
 
-            def store(value):
-                if streamed:
-                    _store_streamed(builder, value, at, 64)
-                else:
-                    builder.store(value, at, align=2)
+            def integer_bits():
+                quarters = [
+                    builder.shuffle_vector(h, h, ir.Constant(ir.VectorType(_I32, LANES8), list(range(q, q + 8))))
+                    for h in halves
+                    for q in (0, 8)
+                ]
+                bits = [_narrowed8(builder, types.int16, q) for q in quarters]
+                return _joined(builder, _joined(builder, bits[0], bits[1]), _joined(builder, bits[2], bits[3]))
 
-            with builder.if_else(_denormal_in(builder, halves), likely=False) as (soft, hard):
-                with soft:
-                    quarters = [
-                        builder.shuffle_vector(h, h, ir.Constant(ir.VectorType(_I32, LANES8), list(range(q, q + 8))))
-                        for h in halves
-                        for q in (0, 8)
-                    ]
-                    bits = [_narrowed8(builder, types.int16, q) for q in quarters]
-                    low, high = _joined(builder, bits[0], bits[1]), _joined(builder, bits[2], bits[3])
-                    store(_joined(builder, low, high))
-                with hard:
-                    store(builder.call(narrow2, [halves[1], halves[0]]))
+            _narrowed_store(builder, halves, at, streamed, integer_bits)
             return context.get_dummy_value()
 
         return types.void(a, b, out, types.intp, A, B, K, m, types.intp), codegen
@@ -134,7 +145,6 @@ def _hardware16_for(mode: int, streamed: bool):
     """bfloat16 out[i:i + 16] in one 32-byte store (streamed: out + i aligned to 32 bytes): two
     sets of 8 lanes (lanes j and j + 8 of tile coefficients) through the 8-lane intrinsic's
     operations, narrowed by one vcvtne2ps2bf16, or by the integer code where a lane is denormal."""
-    narrow2 = ir.InlineAsm(ir.FunctionType(_H16, [_V8, _V8]), "vcvtne2ps2bf16 $2, $1, $0", "=x,x,x")  # ($2: low)
 
     @intrinsic
     def hardware16(typingctx, a, b, out, i, A, B, K, m, j):
@@ -142,18 +152,10 @@ def _hardware16_for(mode: int, streamed: bool):
             halves = [_formula8(builder, mode, *_inputs8(builder, context, mode, signature, args, k)) for k in (0, 1)]
             at = _at(context, builder, signature.args[2], args[2], args[3], _H16)
 
-            def store(value):
-                if streamed:
-                    _store_streamed(builder, value, at, 32)
-                else:
-                    builder.store(value, at, align=2)
+            def integer_bits():
+                return _joined(builder, *(_narrowed8(builder, types.int16, h) for h in halves))
 
-            with builder.if_else(_denormal_in(builder, halves), likely=False) as (soft, hard):
-                with soft:
-                    low, high = (_narrowed8(builder, types.int16, h) for h in halves)
-                    store(builder.shuffle_vector(low, high, ir.Constant(ir.VectorType(_I32, 16), list(range(16)))))
-                with hard:
-                    store(builder.call(narrow2, [halves[1], halves[0]]))
+            _narrowed_store(builder, halves, at, streamed, integer_bits)
             return context.get_dummy_value()
 
         return types.void(a, b, out, types.intp, A, B, K, m, types.intp), codegen
@@ -164,24 +166,25 @@ def _hardware16_for(mode: int, streamed: bool):
 _HARDWARE16 = {(mode, streamed): _hardware16_for(mode, streamed) for mode in Apply for streamed in (False, True)}
 
 
-def _sixteens_run_for(mode: int, step: str):
-    """The middle of a streamed 16-bit row (see streamed_row): from lane j (at a 16-byte boundary),
-    one 8-value store if that is not a 32-byte boundary, then 16 values per 32-byte store (step:
-    "pairs", bfloat16 with a channel's coefficients; "hardware", bfloat16 narrowed by the CPU, which
-    from the first 64-byte boundary stores 32 values at a time, as the C kernels' x86-64-v4 build;
-    "vectors"); returns the lane after them."""
-    steps = {"pairs": _PAIRS16[mode], "hardware": _HARDWARE16[mode, True], "vectors": _SIXTEEN[mode]}
+def _middle_for(mode: int, step: str, streamed: bool):
+    """The middle of a 16-bit row from lane j (see _row_for); returns the lane after it.  Streamed
+    (j at a 16-byte boundary): one 8-value store if that is not a 32-byte boundary, then 16 values
+    per 32-byte store; where `step` narrows by the CPU, a 16-value step to the first 64-byte
+    boundary and 32 values per 64-byte store before those.  Ordinary: 32, then 16 at a time.
+    step: "pairs" (bfloat16 with a channel's coefficients), "hardware" (bfloat16 narrowed by the
+    CPU, as the C kernels' x86-64-v4 build) or "vectors"."""
+    steps = {"pairs": _PAIRS16[mode], "hardware": _HARDWARE16[mode, streamed], "vectors": _SIXTEEN[mode]}
     step16, streamed8 = steps[step], _APPLY8[mode, True]
-    step32 = _HARDWARE32[mode, True] if step == "hardware" else None
-    wide = step32 is not None  # (a compile-time constant)
+    step32 = _HARDWARE32[mode, streamed] if step == "hardware" else None
+    wide = step32 is not None  # (compile-time constants, as streamed)
 
     @njit(inline="always")
-    def sixteens_run(a, b, out, start, L, A, B, K, m, j, addr):
-        if (addr + 2 * j) % 32 and j + LANES8 <= L:
+    def middle(a, b, out, start, L, A, B, K, m, j, addr):
+        if streamed and (addr + 2 * j) % 32 and j + LANES8 <= L:
             streamed8(a, b, out, start + j, A, B, K, m, j)
             j += LANES8
         if wide:
-            if (addr + 2 * j) % 64 and j + 16 <= L:
+            if streamed and (addr + 2 * j) % 64 and j + 16 <= L:
                 step16(a, b, out, start + j, A, B, K, m, j)
                 j += 16
             while j + 32 <= L:
@@ -192,15 +195,11 @@ def _sixteens_run_for(mode: int, step: str):
             j += 16
         return j
 
-    return sixteens_run
-
-
-_STEPS = ("pairs", "hardware", "vectors")
-_SIXTEENS_RUN = {(mode, step): _sixteens_run_for(mode, step) for mode in Apply for step in _STEPS}
+    return middle
 
 
 @njit(inline="always")
-def _no_sixteens(a, b, out, start, L, A, B, K, m, j, addr):
+def _no_middle(a, b, out, start, L, A, B, K, m, j, addr):
     return j
 
 
@@ -223,6 +222,50 @@ def _values(a, b, out, amode, start, n, A, B, K, m):
                                        _lane(K, j), _lane(m, j)))  # fmt: skip
 
 
+def _row_for(mode: int, out_type, coefficients, streamed: bool):
+    """The row function of streamed_row or hardware_bf16_row for one mode, output type and kind of
+    coefficients (Numba types), picked at compile time: the short row value by value; streamed, a
+    head to the first boundary of 8 values; the middle (_middle_for: 16-bit outputs); 8 values at
+    a time; the last 8 overlapping (ordinary stores)."""
+    ordinary8, step8 = _APPLY8[mode, False], _APPLY8[mode, streamed]
+    middle = _no_middle
+    if out_type.dtype != types.float32:
+        step = "vectors"  # (float16, and bfloat16 with tile coefficients on a CPU without AVX512-BF16)
+        if out_type.dtype == types.int16 and HARDWARE_BF16:
+            step = "hardware"
+        elif out_type.dtype == types.int16 and not isinstance(coefficients, types.Array):
+            step = "pairs"
+        if streamed or step == "hardware":  # (ordinary rows take 8-value steps but where the CPU narrows)
+            middle = _middle_for(mode, step, streamed)
+
+    def impl(a, b, out, amode, start, L, A, B, K, m):
+        size = out.itemsize
+        addr = out.ctypes.data + start * size
+        if L < LANES8 or (streamed and addr % size):  # (a misaligned output never comes from the kernels' allocator)
+            _values(a, b, out, amode, start, L, A, B, K, m)
+            return
+        j = 0
+        if streamed:
+            j = ((LANES8 * size - addr % (LANES8 * size)) % (LANES8 * size)) // size
+            if j:  # (at a boundary, no ordinary store first: it would leave the line in the cache, dirty,
+                # just before a streamed store over it)
+                ordinary8(a, b, out, start, A, B, K, m, 0)
+        j = middle(a, b, out, start, L, A, B, K, m, j, addr)
+        while j + LANES8 <= L:
+            step8(a, b, out, start + j, A, B, K, m, j)
+            j += LANES8
+        if j < L:
+            ordinary8(a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
+
+    return impl
+
+
+def _literal_mode(name, amode):
+    if not isinstance(amode, types.IntegerLiteral):
+        raise errors.TypingError(f"{name}: amode must be a compile-time constant (an Apply value)")
+    return Apply(amode.literal_value)
+
+
 def streamed_row(a, b, out, amode, start, L, A, B, K, m):
     """out[start:start + L] of an apply pass, streamed: where out + start is not at a boundary of
     8 values, the first 8 with an ordinary store (the head up to that boundary); then 8 at a time
@@ -239,33 +282,7 @@ def streamed_row(a, b, out, amode, start, L, A, B, K, m):
 
 @overload(streamed_row, inline="always", prefer_literal=True)
 def _streamed_row_impl(a, b, out, amode, start, L, A, B, K, m):
-    if not isinstance(amode, types.IntegerLiteral):
-        raise errors.TypingError("streamed_row: amode must be a compile-time constant (an Apply value)")
-    mode = Apply(amode.literal_value)
-    ordinary8, streamed8 = _APPLY8[mode, False], _APPLY8[mode, True]
-    step = "vectors"  # (float16; bfloat16 below)
-    if out.dtype == types.int16:
-        step = "hardware" if HARDWARE_BF16 else "vectors" if isinstance(A, types.Array) else "pairs"
-    middle = _no_sixteens if out.dtype == types.float32 else _SIXTEENS_RUN[mode, step]  # (at compile time)
-
-    def impl(a, b, out, amode, start, L, A, B, K, m):
-        size = out.itemsize
-        addr = out.ctypes.data + start * size
-        if L < LANES8 or addr % size:  # (a misaligned output never comes from the kernels' allocator)
-            _values(a, b, out, amode, start, L, A, B, K, m)
-            return
-        j = ((LANES8 * size - addr % (LANES8 * size)) % (LANES8 * size)) // size
-        if j:  # (at a boundary, no ordinary store first: it would leave the line in the cache, dirty,
-            # just before a streamed store over it)
-            ordinary8(a, b, out, start, A, B, K, m, 0)
-        j = middle(a, b, out, start, L, A, B, K, m, j, addr)
-        while j + LANES8 <= L:
-            streamed8(a, b, out, start + j, A, B, K, m, j)
-            j += LANES8
-        if j < L:
-            ordinary8(a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
-
-    return impl
+    return _row_for(_literal_mode("streamed_row", amode), out, A, True)
 
 
 def hardware_bf16_row(a, b, out, amode, start, L, A, B, K, m):
@@ -277,26 +294,4 @@ def hardware_bf16_row(a, b, out, amode, start, L, A, B, K, m):
 
 @overload(hardware_bf16_row, inline="always", prefer_literal=True)
 def _hardware_bf16_row_impl(a, b, out, amode, start, L, A, B, K, m):
-    if not isinstance(amode, types.IntegerLiteral):
-        raise errors.TypingError("hardware_bf16_row: amode must be a compile-time constant (an Apply value)")
-    mode = Apply(amode.literal_value)
-    step32, step16, ordinary8 = _HARDWARE32[mode, False], _HARDWARE16[mode, False], _APPLY8[mode, False]
-
-    def impl(a, b, out, amode, start, L, A, B, K, m):
-        if L < LANES8:
-            _values(a, b, out, amode, start, L, A, B, K, m)
-            return
-        j = 0
-        while j + 32 <= L:
-            step32(a, b, out, start + j, A, B, K, m, j)
-            j += 32
-        while j + 16 <= L:
-            step16(a, b, out, start + j, A, B, K, m, j)
-            j += 16
-        while j + LANES8 <= L:
-            ordinary8(a, b, out, start + j, A, B, K, m, j)
-            j += LANES8
-        if j < L:
-            ordinary8(a, b, out, start + L - LANES8, A, B, K, m, L - LANES8)
-
-    return impl
+    return _row_for(_literal_mode("hardware_bf16_row", amode), out, A, False)
