@@ -3,12 +3,13 @@ and of their x86-64-v4 build's 32-value ones): :func:`streamed_row` writes a row
 non-temporal stores, and :func:`hardware_bf16_row` a bfloat16 row with ordinary ones, narrowed
 by the CPU where it has AVX512-BF16.
 
-The steps are the intrinsics of ``_numba_stream.py``, plus one here: 16 bfloat16 values narrowed
-by ``vcvtne2ps2bf16`` (an inline instruction: LLVM has no bfloat type in llvmlite's IR), which
-rounds to nearest even and quiets NaNs as the integer code does but reads denormals as zero, so
-16 values with a denormal lane take the integer code (the C kernels' x86-64-v4 build does the
-same: the same bits).  On that CPU the integer narrowing made Numba's bfloat16 applies 1.5-1.6x
-the C kernels' time.
+The steps are the intrinsics of ``_numba_stream.py``, plus two here: 16 and 32 bfloat16 values
+narrowed by one ``vcvtne2ps2bf16`` (an inline instruction: LLVM has no bfloat type in llvmlite's
+IR), which rounds to nearest even and quiets NaNs as the integer code does but reads denormals as
+zero, so a step with a denormal lane takes the integer code (the C kernels' x86-64-v4 build does
+the same: the same bits).  On that CPU the integer narrowing made Numba's bfloat16 applies 1.5-1.6x
+the C kernels' time, and streaming 16 values a store instead of 32 made its apply passes past the caches
+1.8x.
 """
 
 from __future__ import annotations
