@@ -11,7 +11,7 @@ import pytest
 
 from fbnops.testing import extras
 from fbnops.tools.bench import report
-from fbnops.tools.bench.__main__ import BenchUsageError, _peers, main
+from fbnops.tools.bench.__main__ import BenchUsageError, _peers, main, measure
 from fbnops.tools.bench.cases import Case
 from fbnops.tools.bench.peers import PEERS
 from fbnops.tools.bench.timing import Sample, interleaved, paired_ratio
@@ -58,6 +58,18 @@ def test_report_json_has_machine_rows_paired_ratios_and_floor(tiny_run, capsys):
         assert row["key"].startswith("grad/") and row["dtype"] == "float32"
 
 
+def test_gradient_rows_add_the_read_pass_to_the_floor_and_forwards_do_not(tiny_run):
+    """A gradient reads x and dy for its sums before the pass that the floor stands for: its rows
+    also time that read, and the 2-pass floor (the read plus the floor, round by round) is above it."""
+    for row in tiny_run["rows"]:
+        assert row["two_pass_ms"] > row["floor_ms"] > 0
+        assert 0 < row["ratio_two_pass"] < row["ratio_floor"] and row["ratio_two_pass_spread"] >= 0
+    case = Case((2, 4, 4, 8), "NHWC", "float32", "forward")
+    case.make()
+    row = measure(case, ["ref"], 3, 1)
+    assert row["ratio_floor"] > 0 and "ratio_two_pass" not in row and "two_pass_ms" not in row
+
+
 def test_printed_report_names_machine_units_and_only_the_chosen_peers(tmp_path, capsys):
     assert main([*TINY, "--shapes", "2,4,4,8", "--layouts", "NHWC"]) == 0
     out, err = capsys.readouterr()
@@ -65,7 +77,8 @@ def test_printed_report_names_machine_units_and_only_the_chosen_peers(tmp_path, 
     assert lines[0].startswith("# CPU: ") and "caches" in lines[0] and "threads used" in lines[1]
     assert "# peers: ref;" in out and "torch" not in out.split("\n\n")[0]
     header = next(line for line in lines if line.startswith("case"))
-    for column in ("fbnops [ms]", "ref [ms]", "fbnops/ref", "floor [ms]", "fbnops/floor", "fbnops [GB/s]"):
+    columns = ("fbnops [ms]", "ref [ms]", "fbnops/ref", "floor [ms]", "fbnops/floor", "fbnops/2-pass", "fbnops [GB/s]")
+    for column in columns:
         assert column in header
     assert err == ""  # no progress bar off a terminal
 

@@ -252,6 +252,22 @@ class TestConversions:
                 tools.stream_add(a, b, out, 2, streaming)
                 np.testing.assert_array_equal(out, a + b)
 
+    def test_stream_sum_reads_both_arrays_once_into_their_total(self):
+        """The 2-pass floor's read: the total of a + b (float32 lanes, then float64), any length and
+        thread count; anything but contiguous float32 arrays of a's size is refused."""
+        rng = np.random.default_rng(4)
+        for n in (1, 15, 16, 1003, 1 << 18):
+            a = rng.standard_normal(n).astype(np.float32)
+            b = rng.standard_normal(n).astype(np.float32)
+            exact = a.astype(np.float64).sum() + b.astype(np.float64).sum()
+            for nthreads in (1, 2):
+                assert tools.stream_sum(a, b, nthreads) == pytest.approx(exact, rel=1e-5, abs=1e-3)
+        a = np.ones(64, np.float32)
+        assert tools.stream_sum(a, a, 2) == 128.0
+        for bad in (a[::2], a[:63], a.astype(np.float64)):
+            with pytest.raises(ValueError, match="contiguous float32 array of 64 elements"):
+                tools.stream_sum(a, bad)
+
     def test_kernel_entry_rejects_bad_buffers(self):
         x = np.ones((4, 3, 5), np.float32)
         v = np.ones(3, np.float32)

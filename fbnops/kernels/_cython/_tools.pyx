@@ -3,6 +3,8 @@
 """Tools beside the production kernels: the benchmarks' streaming floor and the test hooks.
 
 * ``stream_add``: out = a + b, the memory-bandwidth yardstick of the benchmarks;
+* ``stream_sum``: the total of a + b, reading both once: the read pass that a two-pass gradient
+  adds to that yardstick;
 * ``round_to_half`` / ``round_to_bfloat16`` / ``widen``: the kernels' 16-bit conversions
   (``_fp.h``), exposed so the tests can check them exhaustively against NumPy/ml_dtypes;
 * ``plan``: the C work plan (``_plan.pxd``, generated from ``fbnops.kernels._plan``), tested
@@ -170,6 +172,56 @@ def stream_add(a, b, out, int num_threads=1, bint streaming=False):
             else:
                 for i in range(i0, i1):
                     po[i] = pa[i] + pb[i]
+
+
+cdef extern from *:
+    """
+    /* The total of a[i] + b[i], reading each array once.  Four vector totals side by side, so
+       that the adds keep up with memory (one total would wait on its own latency). */
+    #if defined(__SSE2__) || defined(_M_X64)
+    #include <xmmintrin.h>
+    static double fbnops_sum_two(const float* a, const float* b, Py_ssize_t n) {
+        __m128 t0 = _mm_setzero_ps(), t1 = t0, t2 = t0, t3 = t0;
+        Py_ssize_t i = 0;
+        for (; i + 16 <= n; i += 16) {
+            t0 = _mm_add_ps(t0, _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
+            t1 = _mm_add_ps(t1, _mm_add_ps(_mm_loadu_ps(a + i + 4), _mm_loadu_ps(b + i + 4)));
+            t2 = _mm_add_ps(t2, _mm_add_ps(_mm_loadu_ps(a + i + 8), _mm_loadu_ps(b + i + 8)));
+            t3 = _mm_add_ps(t3, _mm_add_ps(_mm_loadu_ps(a + i + 12), _mm_loadu_ps(b + i + 12)));
+        }
+        float lanes[4];
+        _mm_storeu_ps(lanes, _mm_add_ps(_mm_add_ps(t0, t1), _mm_add_ps(t2, t3)));
+        double total = (double)lanes[0] + lanes[1] + lanes[2] + lanes[3];
+        for (; i < n; i++) total += (double)a[i] + b[i];
+        return total;
+    }
+    #else
+    static double fbnops_sum_two(const float* a, const float* b, Py_ssize_t n) {
+        double total = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++) total += (double)a[i] + b[i];
+        return total;
+    }
+    #endif
+    """
+    double fbnops_sum_two(const float* a, const float* b, Py_ssize_t n) noexcept nogil
+
+
+def stream_sum(a, b, int num_threads=1):
+    """The total of a + b over float32 arrays, reading each once (the same threads and static
+    partition as stream_add): the read pass that a gradient adds to the floor, since it reads x
+    and dy once for its sums and once more to apply them.  Returned so that the reads count."""
+    cdef Py_ssize_t n = a.size, nchunks = 64, k, i0, i1
+    cdef const float* pa = _floats(a, n, "a")
+    cdef const float* pb = _floats(b, n, "b")
+    cdef double parts[64]
+    if num_threads < 1:
+        num_threads = 1
+    with nogil:
+        for k in prange(nchunks, schedule="static", num_threads=num_threads, use_threads_if=num_threads > 1):
+            i0 = n * k // nchunks
+            i1 = n * (k + 1) // nchunks
+            parts[k] = fbnops_sum_two(pa + i0, pb + i0, i1 - i0)
+    return sum(parts[k] for k in range(nchunks))
 
 
 cdef extern from *:

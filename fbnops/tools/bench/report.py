@@ -58,7 +58,8 @@ def header_lines(info: dict, rounds: int, peers: list[str]) -> list[str]:
         f"# {info['cores']} cores available, {info['threads']} threads used; {versions}",
         f"# {rounds} interleaved rounds; times are medians ±half the interquartile range; "
         "fbnops/X is the median of the per-round ratios (< 1: fbnops is faster)",
-        f"# peers: {', '.join(peers) or 'none'}; floor: out = a + b streamed over x's bytes (2 reads, 1 write)",
+        f"# peers: {', '.join(peers) or 'none'}; floor: out = a + b streamed over x's bytes (2 reads, 1 write); "
+        "2-pass: a read of both, then the floor (a gradient reads x and dy for its sums first)",
     ]
 
 
@@ -76,7 +77,7 @@ def table_columns(peers: list[str]) -> list[tuple[str, int]]:
     cols = [("case", CASE_WIDTH), ("fbnops [ms]", 13)]
     for p in peers:
         cols += [(f"{p} [ms]", max(len(p) + 5, 9)), (f"fbnops/{p}", max(len(p) + 7, 10))]
-    return cols + [("floor [ms]", 10), ("fbnops/floor", 12), ("fbnops [GB/s]", 13)]
+    return cols + [("floor [ms]", 10), ("fbnops/floor", 12), ("fbnops/2-pass", 13), ("fbnops [GB/s]", 13)]
 
 
 def table_header(peers: list[str]) -> str:
@@ -87,7 +88,8 @@ def table_row(row: dict, peers: list[str]) -> str:
     cells = [row["case"], _ms(row["fbnops_ms"], row["fbnops_spread"])]
     for p in peers:
         cells += [_ms(row.get(f"{p}_ms")), _ratio(row.get(f"ratio_{p}"), row.get(f"ratio_{p}_spread"))]
-    cells += [_ms(row["floor_ms"]), _ratio(row["ratio_floor"], row["ratio_floor_spread"]), f"{row['gbs']:.1f}"]
+    cells += [_ms(row["floor_ms"]), _ratio(row["ratio_floor"], row["ratio_floor_spread"])]
+    cells += [_ratio(row.get("ratio_two_pass"), row.get("ratio_two_pass_spread")), f"{row['gbs']:.1f}"]
     widths = [w for _, w in table_columns(peers)]
     return " ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
 
@@ -108,6 +110,12 @@ def summary_lines(rows: list[dict], peers: list[str], backend_peers: tuple[str, 
     floor = [r["ratio_floor"] for r in rows]
     if floor:
         out.append(f"# fbnops/floor: median {statistics.median(floor):.2f}, worst {max(floor):.2f}")
+    two_pass = [r["ratio_two_pass"] for r in rows if "ratio_two_pass" in r]
+    if two_pass:
+        out.append(
+            f"# fbnops/2-pass floor (gradients: x and dy read once, then the floor): "
+            f"median {statistics.median(two_pass):.2f}, worst {max(two_pass):.2f}"
+        )
     for name in backend_peers:
         slower = [1 / r[f"ratio_{name}"] for r in rows if f"ratio_{name}" in r]
         if slower:

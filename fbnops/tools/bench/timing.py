@@ -64,27 +64,36 @@ def interleaved(calls: dict[str, Callable], rounds: int) -> dict[str, Sample]:
     return {k: Sample(tuple(v)) for k, v in times.items()}
 
 
-def stream_add():
-    """The compiled ``out = a + b`` (same threads and partition as the kernels); ImportError if not built."""
+def _tools():
     try:
-        from fbnops.kernels._cython._tools import stream_add
+        from fbnops.kernels._cython import _tools
     except ImportError:
         raise ImportError(
             "the streaming floor needs the compiled benchmark helpers (python setup.py build_ext --inplace)"
         ) from None
-    return stream_add
+    return _tools
 
 
-def floor_calls(nbytes: int, threads: int) -> dict[str, Callable]:
+def stream_add():
+    """The compiled ``out = a + b`` (same threads and partition as the kernels); ImportError if not built."""
+    return _tools().stream_add
+
+
+def floor_calls(nbytes: int, threads: int, read_pass: bool = False) -> dict[str, Callable]:
     """Read two arrays of ``nbytes``, write one: ``out = a + b`` with ordinary and with
-    non-temporal stores (the data that any batch-norm gradient must move)."""
-    add = stream_add()
+    non-temporal stores (the data that any batch-norm gradient must move).  With ``read_pass``
+    also ``read``, the two arrays summed (read once, nothing written): a gradient first reads x
+    and dy for its sums, so ``read`` then the floor is the least that a two-pass gradient moves."""
+    tools = _tools()
     n = max(nbytes // 4, 1)
     a, b, out = np.ones(n, np.float32), np.ones(n, np.float32), np.empty(n, np.float32)
-    return {
-        "floor": lambda: add(a, b, out, threads),
-        "floor_nt": lambda: add(a, b, out, threads, True),
+    calls = {
+        "floor": lambda: tools.stream_add(a, b, out, threads),
+        "floor_nt": lambda: tools.stream_add(a, b, out, threads, True),
     }
+    if read_pass:
+        calls["read"] = lambda: tools.stream_sum(a, b, threads)
+    return calls
 
 
 def _tiny_calls(peers) -> dict[str, dict[str, callable]]:
