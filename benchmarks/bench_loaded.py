@@ -12,9 +12,11 @@ and prints the medians of the per-round ratios: default/1-thread (goal <= 1.3) a
 fbnops/torch (goal <= 1.0). Under load the median is not the whole story: a thread that shares
 the busy core now and then waits out the other process's time slice (ten milliseconds and more),
 which a median of rounds leaves out but a training loop pays. So the ratios of the *total* times
-of the rounds (of the means) are printed too: that is what a loop of such calls takes.
+of the rounds (of the means) are printed too: that is what a loop of such calls takes. With
+``--calls K`` a round times K calls in a row (a loop's worth), so that the waits land in the rounds
+in proportion and the medians measure what a loop takes as well.
 
-    python benchmarks/bench_loaded.py [--rounds 30] [--ops grad,forward] [--no-hog]
+    python benchmarks/bench_loaded.py [--rounds 30] [--calls 1] [--ops grad,forward] [--no-hog]
 """
 
 from __future__ import annotations
@@ -46,6 +48,18 @@ def with_threads(fn, n: int | None):
     return call
 
 
+def in_a_row(fn, calls: int):
+    """``fn`` called ``calls`` times in a row (one timed round)."""
+    if calls == 1:
+        return fn
+
+    def call():
+        for _ in range(calls):
+            fn()
+
+    return call
+
+
 def _ratios(a, b, name: str, worst: dict[str, float]) -> str:
     """The median of a's per-round ratios to b (+- half IQR) and the ratio of their totals; the
     worst of each kept in ``worst``."""
@@ -59,9 +73,12 @@ def _ratios(a, b, name: str, worst: dict[str, float]) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--calls", type=int, default=1, help="calls in a row per timed round (a loop's worth)")
     p.add_argument("--ops", default="grad,forward")
     p.add_argument("--no-hog", action="store_true", help="measure without the busy process (a quiet baseline)")
     args = p.parse_args()
+    if args.calls < 1:
+        p.error(f"--calls must be at least 1, got {args.calls}")
     hog = None if args.no_hog else subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(2 * load.WINDOW)
@@ -71,8 +88,9 @@ def main() -> int:
         print(f"# {os.cpu_count()} cores; busy process: {'no' if hog is None else 'yes'}; "
               f"cores busy elsewhere now: {load.busy_elsewhere():.2f}; load average {os.getloadavg()}; "
               f"{machine_load.clock_words(clock)}")  # fmt: skip
-        print(f"# {args.rounds} interleaved rounds; ratios are medians of per-round ratios (+-half IQR)")
-        print("# (median ms of the rounds; ratio: median of per-round ratios; total: ratio of the rounds' total times)")
+        print(f"# {args.rounds} interleaved rounds of {args.calls} call(s) in a row; ratios are medians of per-round "
+              "ratios (+-half IQR)")  # fmt: skip
+        print("# (median ms per call; ratio: median of per-round ratios; total: ratio of the rounds' total times)")
         print(f"{'case':34s} {'default ms':>10s} {'1-thread ms':>11s} {'default/1t':>11s} {'total':>6s} "
               f"{'torch ms':>9s} {'fbnops/torch':>13s} {'total':>6s}")  # fmt: skip
         worst = {"self": 0.0, "self total": 0.0, "torch": 0.0, "torch total": 0.0}
@@ -84,11 +102,12 @@ def main() -> int:
                 fn = torch_call(case)
                 if fn is not None:
                     calls["torch"] = fn
-            s = interleaved(calls, args.rounds)
-            line = f"{case.label:34s} {s['default'].median * 1e3:10.3f} {s['one'].median * 1e3:11.3f}"
+            s = interleaved({k: in_a_row(fn, args.calls) for k, fn in calls.items()}, args.rounds)
+            per_call = {k: v.median * 1e3 / args.calls for k, v in s.items()}
+            line = f"{case.label:34s} {per_call['default']:10.3f} {per_call['one']:11.3f}"
             line += _ratios(s["default"], s["one"], "self", worst)
             if "torch" in s:
-                line += f" {s['torch'].median * 1e3:9.3f}" + _ratios(s["default"], s["torch"], "torch", worst)
+                line += f" {per_call['torch']:9.3f}" + _ratios(s["default"], s["torch"], "torch", worst)
             print(line, flush=True)
             case.data.clear()
         print(f"# worst default/1-thread: median {worst['self']:.2f}, total {worst['self total']:.2f} (goal <= 1.3)")
