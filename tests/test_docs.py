@@ -235,11 +235,32 @@ OVERFLOW = """[document.documentElement.scrollWidth, innerWidth,
   [...document.querySelectorAll('.md-typeset__scrollwrap')].filter(t => t.scrollWidth > t.clientWidth + 1).length]"""
 
 
-def _search(page, query: str) -> int:
-    """Type ``query`` into the site's search box; the number of results listed."""
-    page.fill("input.md-search__input", query)
-    page.wait_for_selector(".md-search-result__item", timeout=30_000)
-    return page.locator(".md-search-result__item").count()
+# What the search box shows, for a failure message: whether the search index loaded (the result
+# header reads "Initializing search" until it has), whether the results panel is open, and so on.
+SEARCH_STATE = """(() => {
+    const q = s => document.querySelector(s);
+    return {url: location.href, ready: document.readyState, query: q('input.md-search__input')?.value,
+            panel_open: q('[data-md-toggle=search]')?.checked, header: q('.md-search-result__meta')?.textContent,
+            items: document.querySelectorAll('.md-search-result__item').length,
+            focus: document.activeElement?.className, workers: document.querySelectorAll('iframe').length};
+})()"""
+
+
+def _search(browser, url: str, query: str) -> list[str]:
+    """The texts of the results listed for ``query`` typed into the search box of ``url``, opened in
+    a page of its own: a page that showed another query's results would still show them at first."""
+    page = browser.new_page(viewport=WINDOW)
+    try:
+        page.goto(url)
+        page.fill("input.md-search__input", query)
+        try:
+            page.wait_for_selector(".md-search-result__item", timeout=30_000)
+        except Exception as e:  # (playwright's TimeoutError) say what the page shows: the cause, next time
+            state = page.evaluate(SEARCH_STATE)
+            raise AssertionError(f"no search result shown for {query!r} in 30 s: {state}") from e
+        return page.locator(".md-search-result__item").all_inner_texts()
+    finally:
+        page.close()
 
 
 @needs_docs_extra
@@ -272,11 +293,10 @@ def test_site_from_file_urls_at_1280_px(site, browser):
 @needs_docs_extra
 def test_search_works_from_file_and_served(site, served, browser):
     for start in ((site / "index.html").as_uri(), f"{served}/index.html"):
-        page = browser.new_page(viewport=WINDOW)
-        page.goto(start)
-        assert _search(page, "reserve space") >= 3, start
-        assert _search(page, "to_pbtxt") >= 1, start  # the API reference is indexed
-        page.close()
+        found = _search(browser, start, "reserve space")
+        assert len(found) >= 3 and all("reserve" in text.lower() for text in found[:3]), (start, found[:3])
+        found = _search(browser, start, "to_pbtxt")  # the API reference is indexed
+        assert any("to_pbtxt" in text for text in found), (start, found[:3])
 
 
 @needs_docs_extra
