@@ -62,12 +62,12 @@ def test_gradient_rows_add_the_read_pass_to_the_floor_and_forwards_do_not(tiny_r
     """A gradient reads x and dy for its sums before the pass that the floor stands for: its rows
     also time that read, and the 2-pass floor (the read plus the floor, round by round) is above it."""
     for row in tiny_run["rows"]:
-        assert row["two_pass_ms"] > row["floor_ms"] > 0
+        assert row["two_pass_ms"] > row["floor_ms"] > 0 and 0 < row["read_ms"] < row["two_pass_ms"]
         assert 0 < row["ratio_two_pass"] < row["ratio_floor"] and row["ratio_two_pass_spread"] >= 0
     case = Case((2, 4, 4, 8), "NHWC", "float32", "forward")
     case.make()
     row = measure(case, ["ref"], 3, 1)
-    assert row["ratio_floor"] > 0 and "ratio_two_pass" not in row and "two_pass_ms" not in row
+    assert row["ratio_floor"] > 0 and not {"ratio_two_pass", "two_pass_ms", "read_ms"} & set(row)
 
 
 def test_printed_report_names_machine_units_and_only_the_chosen_peers(tmp_path, capsys):
@@ -108,10 +108,15 @@ def test_compare_flags_regressions_beyond_threshold_and_noise(tiny_run, tmp_path
 
 def test_markdown_ratio_columns_have_distinct_headers(tiny_run):
     md = report.markdown(tiny_run)
+    assert len({line.count("|") for line in md.split("\n\n")[0].splitlines()}) == 1  # every row as wide
     header = md.splitlines()[0].strip("| ").split(" | ")
     assert len(header) == len(set(header))
     assert "fbnops / ref" in header and "fbnops / floor" in header and "ratio" not in header
+    assert "fbnops / 2-pass" in header and "2-pass: a read of both" in md
     assert md.count("\n| `grad") == 4 and "CPU:" in md
+    older = {**tiny_run, "rows": [{k: v for k, v in r.items() if "two_pass" not in k} for r in tiny_run["rows"]]}
+    md = report.markdown(older)  # a report from before the 2-pass floor: no such column, nor its words
+    assert "2-pass" not in md and len({line.count("|") for line in md.split("\n\n")[0].splitlines()}) == 1
 
 
 def test_plot_is_written(tiny_run, tmp_path):

@@ -236,26 +236,28 @@ OVERFLOW = """[document.documentElement.scrollWidth, innerWidth,
 
 
 # What the search box shows, for a failure message: whether the search index loaded (the result
-# header reads "Initializing search" until it has), whether the results panel is open, and so on.
+# header reads "Initializing search" until it has), whether the results panel is open, and so on
+# (from file://, the vendored shim runs the search worker in an iframe).
 SEARCH_STATE = """(() => {
     const q = s => document.querySelector(s);
     return {url: location.href, ready: document.readyState, query: q('input.md-search__input')?.value,
             panel_open: q('[data-md-toggle=search]')?.checked, header: q('.md-search-result__meta')?.textContent,
             items: document.querySelectorAll('.md-search-result__item').length,
-            focus: document.activeElement?.className, workers: document.querySelectorAll('iframe').length};
+            focus: document.activeElement?.className, iframes: document.querySelectorAll('iframe').length};
 })()"""
 
 
 def _search(browser, url: str, query: str) -> list[str]:
     """The texts of the results listed for ``query`` typed into the search box of ``url``, opened in
     a page of its own: a page that showed another query's results would still show them at first."""
+    timeout = extras.require("playwright.sync_api", "docs").TimeoutError
     page = browser.new_page(viewport=WINDOW)
     try:
         page.goto(url)
         page.fill("input.md-search__input", query)
         try:
             page.wait_for_selector(".md-search-result__item", timeout=30_000)
-        except Exception as e:  # (playwright's TimeoutError) say what the page shows: the cause, next time
+        except timeout as e:  # say what the page shows: the cause, if it ever happens again
             state = page.evaluate(SEARCH_STATE)
             raise AssertionError(f"no search result shown for {query!r} in 30 s: {state}") from e
         return page.locator(".md-search-result__item").all_inner_texts()

@@ -264,7 +264,7 @@ class TestConversions:
                 assert tools.stream_sum(a, b, nthreads) == pytest.approx(exact, rel=1e-5, abs=1e-3)
         a = np.ones(64, np.float32)
         assert tools.stream_sum(a, a, 2) == 128.0
-        for bad in (a[::2], a[:63], a.astype(np.float64)):
+        for bad in (np.ones(128, np.float32)[::2], a[:63], a.astype(np.float64)):
             with pytest.raises(ValueError, match="contiguous float32 array of 64 elements"):
                 tools.stream_sum(a, bad)
 

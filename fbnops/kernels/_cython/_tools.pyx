@@ -214,6 +214,7 @@ def stream_sum(a, b, int num_threads=1):
     cdef const float* pa = _floats(a, n, "a")
     cdef const float* pb = _floats(b, n, "b")
     cdef double parts[64]
+    cdef double total = 0.0
     if num_threads < 1:
         num_threads = 1
     with nogil:
@@ -221,7 +222,9 @@ def stream_sum(a, b, int num_threads=1):
             i0 = n * k // nchunks
             i1 = n * (k + 1) // nchunks
             parts[k] = fbnops_sum_two(pa + i0, pb + i0, i1 - i0)
-    return sum(parts[k] for k in range(nchunks))
+    for k in range(nchunks):  # (a C loop: a generator here would move `parts` into a Python closure)
+        total += parts[k]
+    return total
 
 
 cdef extern from *:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import operator
 import os
 import shlex
 import sys
@@ -136,8 +135,8 @@ def measure(case: Case, peers: list[str], rounds: int, threads: int) -> dict:
     row["floor_ms"] = floor.median * 1e3
     row["ratio_floor"], row["ratio_floor_spread"] = paired_ratio(ours, floor)
     if read is not None:  # a gradient: its sums read x and dy before the pass the floor stands for
-        two_pass = Sample(tuple(map(operator.add, read.times, floor.times)))
-        row["two_pass_ms"] = two_pass.median * 1e3
+        two_pass = Sample(tuple(r + f for r, f in zip(read.times, floor.times, strict=True)))
+        row["read_ms"], row["two_pass_ms"] = read.median * 1e3, two_pass.median * 1e3
         row["ratio_two_pass"], row["ratio_two_pass_spread"] = paired_ratio(ours, two_pass)
     nbytes = case.data["x"].nbytes  # grad: read x, dy twice, write dx; forward: read x 3 times, write y
     row["gbs"] = (5 if case.op == "grad" else 4) * nbytes / ours.median / 1e9
@@ -186,7 +185,7 @@ def _run(args, threads: int | None) -> int:
         if PEERS[name].setup:
             PEERS[name].setup(threads)
     info = report.machine_info(threads, peers)
-    print("\n".join(report.header_lines(info, rounds, peers)))
+    print("\n".join(report.header_lines(info, rounds, peers, two_pass=any(c.op == "grad" for c in cases))))
     print(report.table_header(peers), flush=True)
     rows = []
     with progress(len(cases), "benchmark") as bar:

@@ -50,7 +50,8 @@ def machine_info(threads: int, peers: list[str]) -> dict:
     return {"cpu": model, "flags": flags, "caches": caches, "cores": cores, "threads": threads, "versions": versions}
 
 
-def header_lines(info: dict, rounds: int, peers: list[str]) -> list[str]:
+def header_lines(info: dict, rounds: int, peers: list[str], two_pass: bool = False) -> list[str]:
+    """The machine, the rounds and what each yardstick is (``two_pass``: the gradients' 2-pass floor too)."""
     caches = ", ".join(f"{k} {v}" for k, v in info["caches"].items()) or "unknown"
     versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items())
     return [
@@ -58,8 +59,12 @@ def header_lines(info: dict, rounds: int, peers: list[str]) -> list[str]:
         f"# {info['cores']} cores available, {info['threads']} threads used; {versions}",
         f"# {rounds} interleaved rounds; times are medians ±half the interquartile range; "
         "fbnops/X is the median of the per-round ratios (< 1: fbnops is faster)",
-        f"# peers: {', '.join(peers) or 'none'}; floor: out = a + b streamed over x's bytes (2 reads, 1 write); "
-        "2-pass: a read of both, then the floor (a gradient reads x and dy for its sums first)",
+        f"# peers: {', '.join(peers) or 'none'}; floor: out = a + b streamed over x's bytes (2 reads, 1 write)"
+        + (
+            "; 2-pass: a read of both, then the floor (a gradient reads x and dy for its sums first)"
+            if two_pass
+            else ""
+        ),
     ]
 
 
@@ -228,17 +233,22 @@ def markdown(doc: dict) -> str:
     rows = doc["rows"]
     peers = [p for p in doc.get("peers", KNOWN_PEERS) if any(f"{p}_ms" in r for r in rows)]
     head = ["case", "fbnops ms"] + [h for p in peers for h in (f"{p} ms", f"fbnops / {p}")]
-    head += ["floor ms", "fbnops / floor", "fbnops GB/s"]
+    two_pass = any("ratio_two_pass" in r for r in rows)  # (reports before it have no 2-pass floor)
+    head += ["floor ms", "fbnops / floor", *(["fbnops / 2-pass"] if two_pass else []), "fbnops GB/s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [f"`{' '.join(r['case'].split())}`", _ms(r["fbnops_ms"])]
         for p in peers:
             cells += [_ms(r.get(f"{p}_ms")), _ratio(r.get(f"ratio_{p}"))]
         floor_ratio = r.get("ratio_floor", r["fbnops_ms"] / r["floor_ms"])
-        cells += [_ms(r["floor_ms"]), _ratio(floor_ratio), f"{r['gbs']:.1f}"]
+        cells += [_ms(r["floor_ms"]), _ratio(floor_ratio), *([_ratio(r.get("ratio_two_pass"))] if two_pass else [])]
+        cells.append(f"{r['gbs']:.1f}")
         lines.append("| " + " | ".join(cells) + " |")
     if "machine" in doc:
-        lines += ["", *(line.removeprefix("# ") + "  " for line in header_lines(doc["machine"], doc["rounds"], peers))]
+        lines += [
+            "",
+            *(line.removeprefix("# ") + "  " for line in header_lines(doc["machine"], doc["rounds"], peers, two_pass)),
+        ]
     if "tiny" in doc:
         lines += ["", "Tiny calls, a `(2, 4, 4, 8)` NHWC tensor, end to end (fbnops: the whole `raw_ops` call):", ""]
         lines += [line.removeprefix("# ") + "  " for line in tiny_lines(doc["tiny"])]
