@@ -151,22 +151,29 @@ cdef float* _floats(object v, Py_ssize_t n, str name) except NULL:
     raise ValueError(f"{name} must be a contiguous float32 array of {n} elements")
 
 
+cdef enum:
+    STREAM_CHUNKS = 64  # the yardsticks' static partition: a range of elements per chunk
+
+
+cdef inline Py_ssize_t chunk_start(Py_ssize_t n, Py_ssize_t k) noexcept nogil:
+    """Where chunk ``k`` of ``n`` elements starts (chunk STREAM_CHUNKS starts at ``n``)."""
+    return n * k // STREAM_CHUNKS
+
+
 def stream_add(a, b, out, int num_threads=1, bint streaming=False):
     """out = a + b over float32 arrays: the streaming-bandwidth yardstick of the benchmarks
     (2 reads + 1 write per element, the same threads and static partition as the kernels;
     `streaming`: non-temporal stores, which skip reading `out` into the cache first)."""
-    cdef Py_ssize_t n = a.size, nchunks = 64, k, i, i0, i1
+    cdef Py_ssize_t n = a.size, k, i, i0, i1
     cdef const float* pa = _floats(a, n, "a")
     cdef const float* pb = _floats(b, n, "b")
     cdef float* po = _floats(out, n, "out")
     if not out.flags.writeable:
         raise ValueError("out must be writeable")
-    if num_threads < 1:
-        num_threads = 1
+    num_threads = max(num_threads, 1)
     with nogil:
-        for k in prange(nchunks, schedule="static", num_threads=num_threads, use_threads_if=num_threads > 1):
-            i0 = n * k // nchunks
-            i1 = n * (k + 1) // nchunks
+        for k in prange(STREAM_CHUNKS, schedule="static", num_threads=num_threads, use_threads_if=num_threads > 1):
+            i0, i1 = chunk_start(n, k), chunk_start(n, k + 1)
             if streaming:
                 fbnops_add_streaming(pa + i0, pb + i0, po + i0, i1 - i0)
             else:
@@ -210,19 +217,17 @@ def stream_sum(a, b, int num_threads=1):
     """The total of a + b over float32 arrays, reading each once (the same threads and static
     partition as stream_add): the read pass that a gradient adds to the floor, since it reads x
     and dy once for its sums and once more to apply them.  Returned so that the reads count."""
-    cdef Py_ssize_t n = a.size, nchunks = 64, k, i0, i1
+    cdef Py_ssize_t n = a.size, k
     cdef const float* pa = _floats(a, n, "a")
     cdef const float* pb = _floats(b, n, "b")
-    cdef double parts[64]
+    cdef double parts[STREAM_CHUNKS]
     cdef double total = 0.0
-    if num_threads < 1:
-        num_threads = 1
+    num_threads = max(num_threads, 1)
     with nogil:
-        for k in prange(nchunks, schedule="static", num_threads=num_threads, use_threads_if=num_threads > 1):
-            i0 = n * k // nchunks
-            i1 = n * (k + 1) // nchunks
-            parts[k] = fbnops_sum_two(pa + i0, pb + i0, i1 - i0)
-    for k in range(nchunks):  # (a C loop: a generator here would move `parts` into a Python closure)
+        for k in prange(STREAM_CHUNKS, schedule="static", num_threads=num_threads, use_threads_if=num_threads > 1):
+            parts[k] = fbnops_sum_two(pa + chunk_start(n, k), pb + chunk_start(n, k),
+                                      chunk_start(n, k + 1) - chunk_start(n, k))
+    for k in range(STREAM_CHUNKS):  # (a C loop: a generator here would move `parts` into a Python closure)
         total += parts[k]
     return total
 
