@@ -217,7 +217,7 @@ def stream_sum(a, b, int num_threads=1):
     """The total of a + b over float32 arrays, reading each once (the same threads and static
     partition as stream_add): the read pass that a gradient adds to the floor, since it reads x
     and dy once for its sums and once more to apply them.  Returned so that the reads count."""
-    cdef Py_ssize_t n = a.size, k
+    cdef Py_ssize_t n = a.size, k, i0, i1
     cdef const float* pa = _floats(a, n, "a")
     cdef const float* pb = _floats(b, n, "b")
     cdef double parts[STREAM_CHUNKS]
@@ -225,8 +225,8 @@ def stream_sum(a, b, int num_threads=1):
     num_threads = max(num_threads, 1)
     with nogil:
         for k in prange(STREAM_CHUNKS, schedule="static", num_threads=num_threads, use_threads_if=num_threads > 1):
-            parts[k] = fbnops_sum_two(pa + chunk_start(n, k), pb + chunk_start(n, k),
-                                      chunk_start(n, k + 1) - chunk_start(n, k))
+            i0, i1 = chunk_start(n, k), chunk_start(n, k + 1)
+            parts[k] = fbnops_sum_two(pa + i0, pb + i0, i1 - i0)
     for k in range(STREAM_CHUNKS):  # (a C loop: a generator here would move `parts` into a Python closure)
         total += parts[k]
     return total

@@ -50,6 +50,10 @@ def machine_info(threads: int, peers: list[str]) -> dict:
     return {"cpu": model, "flags": flags, "caches": caches, "cores": cores, "threads": threads, "versions": versions}
 
 
+FLOOR = "out = a + b streamed over x's bytes (2 reads, 1 write)"
+TWO_PASS = "a read of both, then the floor (a gradient reads x and dy for its sums first)"
+
+
 def header_lines(info: dict, rounds: int, peers: list[str], two_pass: bool = False) -> list[str]:
     """The machine, the rounds and what each yardstick is (``two_pass``: the gradients' 2-pass floor too)."""
     caches = ", ".join(f"{k} {v}" for k, v in info["caches"].items()) or "unknown"
@@ -59,12 +63,7 @@ def header_lines(info: dict, rounds: int, peers: list[str], two_pass: bool = Fal
         f"# {info['cores']} cores available, {info['threads']} threads used; {versions}",
         f"# {rounds} interleaved rounds; times are medians ±half the interquartile range; "
         "fbnops/X is the median of the per-round ratios (< 1: fbnops is faster)",
-        f"# peers: {', '.join(peers) or 'none'}; floor: out = a + b streamed over x's bytes (2 reads, 1 write)"
-        + (
-            "; 2-pass: a read of both, then the floor (a gradient reads x and dy for its sums first)"
-            if two_pass
-            else ""
-        ),
+        f"# peers: {', '.join(peers) or 'none'}; floor: {FLOOR}" + (f"; 2-pass: {TWO_PASS}" if two_pass else ""),
     ]
 
 
