@@ -14,7 +14,7 @@ from fbnops.tools.bench import report
 from fbnops.tools.bench.__main__ import BenchUsageError, _peers, main, measure
 from fbnops.tools.bench.cases import Case
 from fbnops.tools.bench.peers import PEERS
-from fbnops.tools.bench.timing import Sample, interleaved, paired_ratio
+from fbnops.tools.bench.timing import Sample, interleaved, paired_ratio, round_orders
 
 TINY = ["--quick", "--peers", "ref", "--shapes", "2,4,4,8;2,3,3,16", "--layouts", "NHWC,NCHW"]
 
@@ -38,6 +38,19 @@ def test_interleaved_rounds_time_the_second_call_of_each_pair():
     samples = interleaved({"a": call("a"), "b": call("b")}, rounds=4)
     assert counts == {"a": 9, "b": 9}  # warm-up + 2 per round
     assert all(len(s.times) == 4 for s in samples.values())
+
+
+def test_round_orders_vary_each_calls_predecessor_and_repeat_from_run_to_run():
+    names = ["fbnops", "torch", "onednn", "floor", "floor_nt", "read"]
+    orders = round_orders(names, 15)
+    assert all(sorted(order) == sorted(names) for order in orders)  # every call once a round
+    assert orders == round_orders(names, 15)  # seeded: the same rounds in every run
+    before = {k: set() for k in names}  # what ran just before each call (within a round, and across)
+    sequence = [k for order in orders for k in order]
+    for previous, k in zip(sequence[:-1], sequence[1:], strict=True):
+        before[k].add(previous)
+    # A rotation of one order gives each call a single predecessor (the one before it in the order).
+    assert all(len(before[k] - {k}) >= 3 for k in names), before
 
 
 def test_paired_ratio_is_the_median_of_per_round_ratios():

@@ -1,15 +1,19 @@
 """Timing: interleaved paired rounds, the streaming floor, the per-call cost of a tiny call.
 
-Every round calls each peer twice in a row (the order rotating from round to round) and
-times the second call.  The first lets the previous library's worker threads, still
-spinning on the cores, go idle, and brings this peer's data into cache, as in a loop of
-one library's ops.  All peers of a case run in the same rounds, so a ratio is taken per
-round (a pair measured seconds apart under the same machine conditions) and reported as
-the median of the per-round ratios with its interquartile spread.
+Every round calls each peer twice in a row and times the second call.  The first lets the
+previous library's worker threads, still spinning on the cores, go idle, and brings this
+peer's data into cache, as in a loop of one library's ops.  The order of the pairs changes
+from round to round (a seeded shuffle, see :func:`round_orders`), so that no peer always
+follows the same one: what a call leaves in the caches and the memory queues slows the next
+one by up to a third, and a fixed neighbour would tilt every round the same way.  All peers of
+a case run in the same rounds, so a ratio is taken per round (a pair measured seconds apart
+under the same machine conditions) and reported as the median of the per-round ratios with
+its interquartile spread.
 """
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -49,14 +53,24 @@ def paired_ratio(a: Sample, b: Sample) -> tuple[float, float]:
     return statistics.median(ratios), _half_iqr(ratios)
 
 
+def round_orders(names: list[str], rounds: int) -> list[list[str]]:
+    """The order of the calls in each round: a shuffle seeded by the round's number, so the same
+    in every run.  (Rotating one order would keep every call's predecessor the same.)"""
+    orders = []
+    for r in range(rounds):
+        order = list(names)
+        random.Random(r).shuffle(order)
+        orders.append(order)
+    return orders
+
+
 def interleaved(calls: dict[str, Callable], rounds: int) -> dict[str, Sample]:
     """Per-round times of every call; in each round every call runs twice in a row, the second timed."""
     for fn in calls.values():  # warm-up (JIT, allocator, caches, a oneDNN primitive's first run)
         fn()
-    names = list(calls)
     times: dict[str, list[float]] = {k: [] for k in calls}
-    for r in range(rounds):
-        for k in names[r % len(names) :] + names[: r % len(names)]:
+    for order in round_orders(list(calls), rounds):
+        for k in order:
             calls[k]()
             t0 = time.perf_counter()
             calls[k]()
