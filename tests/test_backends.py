@@ -126,6 +126,7 @@ def test_numba_streamed_outputs_are_bitwise_cythons(monkeypatch):
 
     ordinary = lock.compute_bits(("numba",))
     monkeypatch.setattr(numba_backend, "stream_min_bytes", 0)
+    monkeypatch.setattr(numba_backend, "stream_rows_min_bytes", 0)
     old = tools.set_stream_min_bytes(cython_backend._bn, 0)
     try:
         got = lock.compute_bits(("cython", "numba"))

@@ -170,6 +170,35 @@ class TestConversions:
         assert _plan._strips(cached // 8, 4, 2, cached, 1 << 62) == _plan._strips(cached // 8, 4, 2, cached, top)
         assert not _plan._strips(10, 4, 1, 0, top) and not _plan._strips(10, 4, 2, 0, top)
 
+    def test_channels_last_applies_stream_from_the_hosts_threshold(self):
+        """_streams: a channels-last apply streams from STREAM_ROWS_MIN_BYTES (on AMD, 3/4 of the
+        last-level cache; elsewhere, or with the cache unknown, STREAM_MIN_BYTES), a channels-first
+        one of whole planes from STREAM_MIN_BYTES, blocks of small planes never; the C kernels read
+        the host's value."""
+        from fbnops.framework.caches import cpu_vendor, last_level_cache_bytes
+        from fbnops.kernels import _plan, cython_backend
+
+        low = _plan.STREAM_MIN_BYTES
+        assert _plan.stream_rows_min_bytes(32 << 20, "AuthenticAMD") == 24 << 20
+        assert _plan.stream_rows_min_bytes(32 << 20, "GenuineIntel") == low
+        assert (
+            _plan.stream_rows_min_bytes(0, "AuthenticAMD")
+            == low
+            == _plan.stream_rows_min_bytes(2 << 20, "AuthenticAMD")
+        )
+        assert _plan.STREAM_ROWS_MIN_BYTES == _plan.stream_rows_min_bytes(last_level_cache_bytes(), cpu_vendor())
+        rows = 24 << 20
+        elems = (16 << 20) // 8  # a forward of float32: x and the output, 16 MB together
+        assert not _plan._streams(True, 1, elems, 4, False, low, rows) and _plan._streams(
+            True, 1, elems * 2, 4, False, low, rows
+        )
+        assert _plan._streams(False, 1, elems, 4, False, low, rows) and not _plan._streams(
+            False, 3, elems * 2, 4, False, low, rows
+        )
+        old = tools.set_stream_min_bytes(cython_backend._bn, (1, 2))
+        assert tools.set_stream_min_bytes(cython_backend._bn, old) == (1, 2)
+        assert old == (low, _plan.STREAM_ROWS_MIN_BYTES)
+
     def test_cython_plan_is_the_python_plan(self):
         """_plan.plan is the one definition; the C make_plan the kernels run must agree with it."""
         from fbnops.kernels import _plan

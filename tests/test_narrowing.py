@@ -82,7 +82,7 @@ def test_kernel_modules_export_no_test_entry_points(build):
     entry_points = {"batch_norm", "batch_norm_grad", "reduce_totals", "finish", "apply", "cpu_has_x86_64_v3",
                     "cpu_has_avx512_bf16"}  # fmt: skip
     constants = {"OPENMP_ENABLED", "SIMD_VARIANT", "NARROW_RUNS_ADDRESS"}
-    constants |= {"STREAM_MIN_BYTES_ADDRESS", "CACHED_MAX_BYTES_ADDRESS"}
+    constants |= {"STREAM_MIN_BYTES_ADDRESS", "STREAM_ROWS_MIN_BYTES_ADDRESS", "CACHED_MAX_BYTES_ADDRESS"}
     assert public == entry_points | constants
 
 
@@ -207,6 +207,7 @@ def test_numba_16bit_runs_round_as_cythons(gamma, dtype, streamed, layout, monke
         if dtype == np.float16 and not numba_backend.HARDWARE_HALF:
             pytest.skip("Numba streams float16 only where it converts with F16C (x86-64-v3)")
         monkeypatch.setattr(numba_backend, "stream_min_bytes", 0)
+        monkeypatch.setattr(numba_backend, "stream_rows_min_bytes", 0)
     values = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(dtype)
     t = np.concatenate([values, values[:1]]).reshape(1, 1, -1) if layout == "runs" else _row_planes(dtype)
     c = np.arange(t.shape[1], dtype=np.float32)

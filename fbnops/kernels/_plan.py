@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from ..framework.caches import last_level_cache_bytes
+from ..framework.caches import cpu_vendor, last_level_cache_bytes
 from ..framework.errors import InvalidArgumentError
 from ..framework.threads import kernel_threads, serial_after_fork
 
@@ -50,6 +50,7 @@ MIN_ITEMS = 16  # channels-first: split channels so that few channels still shar
 STREAM_MIN_BYTES = 4 << 20  # apply passes moving this many bytes (inputs + output) stream (see _streams)
 CACHED_MAX_BYTES = 8 << 20  # a gradient pass's inputs under this many bytes are taken to be in the caches (_strips)
 STRIP_MAX_SHARE = 2  # a forward's pass adds rows in strips while its input is under 1/2 the last-level cache (_strips)
+STREAM_LLC_QUARTERS = 3  # on AMD, channels-last applies stream from 3/4 of the last-level cache (stream_rows_min_bytes)
 SERIAL_BELOW = 1 << 15  # below this many elements one thread beats waking a team (~1-2 us per region)
 RUN_MIN_INNER = 128  # channels-first: planes this long are applied run by run, with scalar coefficients
 PREFETCH_MAX_BYTES = 128 << 10  # fused channel blocks of at most this many input bytes request the next block's
@@ -192,9 +193,10 @@ def _moves(elems, itemsize, full):
     return elems * itemsize * (3 if full else 2)
 
 
-def _streams(channels_last, block, elems, itemsize, full, threshold):
+def _streams(channels_last, block, elems, itemsize, full, threshold, rows_threshold):
     """Whether an apply pass writes its output with non-temporal stores: when what it moves
-    (_moves) is `threshold` bytes or more, past what the caches hold, so the output's lines
+    (_moves) is `threshold` bytes or more (a channels-last pass: `rows_threshold`, the host's
+    STREAM_ROWS_MIN_BYTES, below), past what the caches hold, so the output's lines
     would be read from memory only to be overwritten
     (measured between PyTorch's calls, as the benchmark times them: 0.53-0.94x of the old rule's
     time, the output alone at the threshold, for the 16-bit (32,28,28,128) forwards, 0.63-0.91x
@@ -207,7 +209,7 @@ def _streams(channels_last, block, elems, itemsize, full, threshold):
     stores save (paired runs: 1.08x slower in float32, up to 1.6x in float16)."""
     if not channels_last and block > 1:
         return False
-    return _moves(elems, itemsize, full) >= threshold
+    return _moves(elems, itemsize, full) >= (rows_threshold if channels_last else threshold)
 
 
 def _strips(elems, itemsize, ninputs, threshold, one_input_max):
@@ -235,9 +237,32 @@ def strip_max_bytes(cache_bytes=None):
     return (1 << 62) if not cache_bytes else cache_bytes // STRIP_MAX_SHARE
 
 
-# This host's: a function of the machine, never of the bits (strips and rows add alike), read once.
-# The C kernels read it at import; Numba compiles it in, and its cache is keyed on it (_numba_cache).
+def stream_rows_min_bytes(cache_bytes=None, vendor=None):
+    """The bytes a channels-last apply pass moves from which it streams its output (_streams):
+    on an AMD CPU STREAM_LLC_QUARTERS quarters of the last-level cache (or of `cache_bytes`), at
+    least STREAM_MIN_BYTES; elsewhere STREAM_MIN_BYTES.  Measured on an AMD Zen 5 (32 MB L3), each
+    call the second of a pair after PyTorch's or after a read of two other arrays, ordinary stores
+    against streamed ones: passes moving 6.4-13 MB took 0.72-0.89 of the streamed time (float32,
+    bfloat16, float16 forwards and gradients), 19 MB 0.92-0.98, 26 MB 0.99-1.10, 38 MB and more
+    1.05-1.25.  Below the L3 the output's lines stay there from call to call, and non-temporal
+    stores send them to memory every time.  On the Intel Sapphire Rapids host STREAM_MIN_BYTES
+    was measured (passes of 4-8 MB: 0.75-0.93 streamed).  Channels-first passes keep
+    STREAM_MIN_BYTES on both: on the Zen 5 their whole-plane runs streamed won from 26 MB
+    (1.05-1.29, the smallest benchmark pass that streams)."""
+    if cache_bytes is None:
+        cache_bytes = last_level_cache_bytes()
+    if vendor is None:
+        vendor = cpu_vendor()
+    if vendor != "AuthenticAMD" or not cache_bytes:
+        return STREAM_MIN_BYTES
+    return max(STREAM_MIN_BYTES, cache_bytes // 4 * STREAM_LLC_QUARTERS)
+
+
+# This host's: functions of the machine, never of the bits (strips and rows add alike; streamed
+# stores write the same values), read once.  The C kernels read them at import; Numba compiles
+# STRIP_MAX_BYTES in, and its cache is keyed on it (_numba_cache); it decides streaming in Python.
 STRIP_MAX_BYTES = strip_max_bytes()
+STREAM_ROWS_MIN_BYTES = stream_rows_min_bytes()
 
 
 def _inputs(amode):

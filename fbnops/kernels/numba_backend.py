@@ -30,7 +30,7 @@ from . import _numba_loops as loops
 from . import _numba_stages as stage_drivers
 from . import outputs
 from ._numba_fp import HARDWARE_HALF
-from ._plan import STREAM_MIN_BYTES, Apply, Op, _moves, _streams, apply_mode, plan, threads_for
+from ._plan import STREAM_MIN_BYTES, STREAM_ROWS_MIN_BYTES, Apply, Op, _moves, _streams, apply_mode, plan, threads_for
 
 # Storage dtype of each input dtype: float32 as is, 16-bit floats as their bits (Numba has
 # no float16/bfloat16 arrays).
@@ -47,6 +47,7 @@ _APPLY_MODE = {op: apply_mode(op) for op in Op}
 # Where _plan._streams starts streaming; tests lower it to stream small outputs (the bits must not
 # change), as _tools.set_stream_min_bytes does for the C kernels.  Production code never writes it.
 stream_min_bytes = STREAM_MIN_BYTES
+stream_rows_min_bytes = STREAM_ROWS_MIN_BYTES  # (channels-last passes: the host's)
 
 
 def _streamed(p, x: np.ndarray, amode: int) -> bool:
@@ -54,11 +55,11 @@ def _streamed(p, x: np.ndarray, amode: int) -> bool:
     decide (float16 only where Numba converts with F16C, the x86-64-v3 build's instructions).
     Passes that move too little to stream return at once (the whole rule cost 1.3 us a call)."""
     full = amode == Apply.APPLY_FULL
-    if _moves(x.size, x.dtype.itemsize, full) < stream_min_bytes:
+    if _moves(x.size, x.dtype.itemsize, full) < min(stream_min_bytes, stream_rows_min_bytes):
         return False
     if x.dtype == dtypes.float16 and not HARDWARE_HALF:
         return False
-    return _streams(p.channels_last, p.block, x.size, x.dtype.itemsize, full, stream_min_bytes)
+    return _streams(p.channels_last, p.block, x.size, x.dtype.itemsize, full, stream_min_bytes, stream_rows_min_bytes)
 
 
 def _storage(x: np.ndarray, writeable: bool = True) -> np.ndarray:

@@ -42,6 +42,7 @@ from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FOLD_WAYS, FWD_IN
 
 cnp.import_array()
 
+from fbnops.kernels._plan import STREAM_ROWS_MIN_BYTES as _host_stream_rows_min_bytes
 from fbnops.kernels._plan import STRIP_MAX_BYTES as _host_strip_max_bytes
 
 OPENMP_ENABLED = bool(FBNOPS_OPENMP_ENABLED)
@@ -182,13 +183,16 @@ cdef void tile_row_coefficients(const Plan* P, const Params* params, float* tile
 
 cdef Py_ssize_t stream_min_bytes = STREAM_MIN_BYTES
 cdef Py_ssize_t cached_max_bytes = CACHED_MAX_BYTES
-# The host's (from its last-level cache, read once by fbnops.kernels._plan; not a compile-time constant).
+# The host's (from its last-level cache and vendor, read once by fbnops.kernels._plan; not
+# compile-time constants).
 cdef Py_ssize_t strip_max_bytes = _host_strip_max_bytes
+cdef Py_ssize_t stream_rows_min_bytes = _host_stream_rows_min_bytes
 # Where the thresholds live, for the test hooks _tools.set_stream_min_bytes and set_cached_max_bytes
 # (tests stream small outputs, and add rows one by one, to check that the bits do not change);
 # production code never writes them.
 from cpython.pycapsule cimport PyCapsule_New
 STREAM_MIN_BYTES_ADDRESS = PyCapsule_New(&stream_min_bytes, b"fbnops.stream_min_bytes", NULL)
+STREAM_ROWS_MIN_BYTES_ADDRESS = PyCapsule_New(&stream_rows_min_bytes, b"fbnops.stream_rows_min_bytes", NULL)
 CACHED_MAX_BYTES_ADDRESS = PyCapsule_New(&cached_max_bytes, b"fbnops.cached_max_bytes", NULL)
 # This build's 16-bit narrowing, for the test hook _tools.narrow (tests check it on every rounding boundary).
 cdef NarrowRuns narrow_runs
@@ -199,7 +203,8 @@ NARROW_RUNS_ADDRESS = PyCapsule_New(&narrow_runs, b"fbnops.narrow_runs", NULL)
 
 cdef inline bint streams(const Plan* P, Py_ssize_t itemsize, Apply amode) noexcept nogil:
     """Whether the apply pass writes the output with non-temporal stores (_plan._streams)."""
-    return _streams(P.channels_last, P.block, P.outer * P.C * P.inner, itemsize, amode == APPLY_FULL, stream_min_bytes)
+    return _streams(P.channels_last, P.block, P.outer * P.C * P.inner, itemsize, amode == APPLY_FULL, stream_min_bytes,
+                    stream_rows_min_bytes)
 
 
 cdef inline bint in_strips(const Plan* P, Py_ssize_t itemsize, int ninputs) noexcept nogil:

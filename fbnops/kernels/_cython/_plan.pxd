@@ -92,9 +92,10 @@ cdef inline Py_ssize_t _moves(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t 
     return elems * itemsize * (3 if full else 2)
 
 
-cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t full, Py_ssize_t threshold) noexcept nogil:
+cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t full, Py_ssize_t threshold, Py_ssize_t rows_threshold) noexcept nogil:
     """Whether an apply pass writes its output with non-temporal stores: when what it moves
-    (_moves) is `threshold` bytes or more, past what the caches hold, so the output's lines
+    (_moves) is `threshold` bytes or more (a channels-last pass: `rows_threshold`, the host's
+    STREAM_ROWS_MIN_BYTES, below), past what the caches hold, so the output's lines
     would be read from memory only to be overwritten
     (measured between PyTorch's calls, as the benchmark times them: 0.53-0.94x of the old rule's
     time, the output alone at the threshold, for the 16-bit (32,28,28,128) forwards, 0.63-0.91x
@@ -107,7 +108,7 @@ cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t
     stores save (paired runs: 1.08x slower in float32, up to 1.6x in float16)."""
     if not channels_last and block > 1:
         return False
-    return _moves(elems, itemsize, full) >= threshold
+    return _moves(elems, itemsize, full) >= (rows_threshold if channels_last else threshold)
 
 
 cdef inline bint _strips(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t ninputs, Py_ssize_t threshold, Py_ssize_t one_input_max) noexcept nogil:

@@ -49,10 +49,13 @@ cdef Py_ssize_t _swap(capsule, const char* name, Py_ssize_t nbytes) except? -1:
     return old
 
 
-def set_stream_min_bytes(kernels, Py_ssize_t nbytes):
+def set_stream_min_bytes(kernels, nbytes):
     """Apply passes that move at least ``nbytes`` (inputs and output) write the output of the kernel
-    module ``kernels`` (batch_norm or batch_norm_avx2) with non-temporal stores; returns the old threshold."""
-    return _swap(kernels.STREAM_MIN_BYTES_ADDRESS, b"fbnops.stream_min_bytes", nbytes)
+    module ``kernels`` (batch_norm or batch_norm_avx2) with non-temporal stores.  ``nbytes``: one
+    threshold for every pass, or (channels-first, channels-last) as returned; returns the old pair."""
+    first, rows = nbytes if isinstance(nbytes, tuple) else (nbytes, nbytes)
+    return (_swap(kernels.STREAM_MIN_BYTES_ADDRESS, b"fbnops.stream_min_bytes", first),
+            _swap(kernels.STREAM_ROWS_MIN_BYTES_ADDRESS, b"fbnops.stream_rows_min_bytes", rows))
 
 
 def set_cached_max_bytes(kernels, Py_ssize_t nbytes):
