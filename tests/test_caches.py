@@ -23,3 +23,23 @@ def test_this_machines_caches():
     data = [n for name, n in sizes.items() if not name.endswith("i")]
     assert data == sorted(data), sizes  # innermost first, each level at least as large as the one inside it
     assert caches.last_level_cache_bytes() == data[-1]
+
+
+def test_cpuinfo_fields_are_the_first_cpus(tmp_path, monkeypatch):
+    """cpuinfo_field reads the first value of a field (the first CPU's), None where there is none."""
+    import builtins
+
+    text = "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu avx2\n\nprocessor\t: 1\nvendor_id\t: Other\n"
+    fake = tmp_path / "cpuinfo"
+    fake.write_text(text)
+    real_open = builtins.open
+
+    def fake_open(path, *args, **kwargs):
+        return real_open(fake if path == "/proc/cpuinfo" else path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    assert caches.cpuinfo_field("vendor_id") == "AuthenticAMD"
+    assert caches.cpuinfo_field("flags") == "fpu avx2"
+    assert caches.cpuinfo_field("model name") is None
+    fake.unlink()
+    assert caches.cpuinfo_field("vendor_id") is None  # (no /proc/cpuinfo)

@@ -160,11 +160,11 @@ class TestConversions:
         last-level cache), a gradient's (x and dy) below CACHED_MAX_BYTES whatever the cache; 0 turns
         strips off (the test hook).  An unknown cache strips every input, as on hosts whose L3 held them."""
         from fbnops.framework.caches import last_level_cache_bytes
-        from fbnops.kernels import _plan
+        from fbnops.kernels import _host, _plan
 
-        cached, top = _plan.CACHED_MAX_BYTES, _plan.strip_max_bytes(32 << 20)
-        assert top == 16 << 20 and _plan.strip_max_bytes(0) > 1 << 60
-        assert _plan.STRIP_MAX_BYTES == _plan.strip_max_bytes(last_level_cache_bytes())
+        cached, top = _plan.CACHED_MAX_BYTES, _host.strip_max_bytes(32 << 20)
+        assert top == 16 << 20 and _host.strip_max_bytes(0) > 1 << 60
+        assert _host.STRIP_MAX_BYTES == _host.strip_max_bytes(last_level_cache_bytes())
         assert _plan._strips(top // 2 - 1, 2, 1, cached, top) and not _plan._strips(top // 2, 2, 1, cached, top)
         assert _plan._strips(cached // 8 - 1, 4, 2, cached, top) and not _plan._strips(cached // 8, 4, 2, cached, top)
         assert _plan._strips(cached // 8, 4, 2, cached, 1 << 62) == _plan._strips(cached // 8, 4, 2, cached, top)
@@ -176,17 +176,17 @@ class TestConversions:
         one of whole planes from STREAM_MIN_BYTES, blocks of small planes never; the C kernels read
         the host's value."""
         from fbnops.framework.caches import cpu_vendor, last_level_cache_bytes
-        from fbnops.kernels import _plan, cython_backend
+        from fbnops.kernels import _host, _plan, cython_backend
 
         low = _plan.STREAM_MIN_BYTES
-        assert _plan.stream_rows_min_bytes(32 << 20, "AuthenticAMD") == 24 << 20
-        assert _plan.stream_rows_min_bytes(32 << 20, "GenuineIntel") == low
+        assert _host.stream_rows_min_bytes(32 << 20, "AuthenticAMD") == 24 << 20
+        assert _host.stream_rows_min_bytes(32 << 20, "GenuineIntel") == low
         assert (
-            _plan.stream_rows_min_bytes(0, "AuthenticAMD")
+            _host.stream_rows_min_bytes(0, "AuthenticAMD")
             == low
-            == _plan.stream_rows_min_bytes(2 << 20, "AuthenticAMD")
+            == _host.stream_rows_min_bytes(2 << 20, "AuthenticAMD")
         )
-        assert _plan.STREAM_ROWS_MIN_BYTES == _plan.stream_rows_min_bytes(last_level_cache_bytes(), cpu_vendor())
+        assert _host.STREAM_ROWS_MIN_BYTES == _host.stream_rows_min_bytes(last_level_cache_bytes(), cpu_vendor())
         rows = 24 << 20
         elems = (16 << 20) // 8  # a forward of float32: x and the output, 16 MB together
         assert not _plan._streams(True, 1, elems, 4, False, low, rows) and _plan._streams(
@@ -197,7 +197,7 @@ class TestConversions:
         )
         old = tools.set_stream_min_bytes(cython_backend._bn, (1, 2))
         assert tools.set_stream_min_bytes(cython_backend._bn, old) == (1, 2)
-        assert old == (low, _plan.STREAM_ROWS_MIN_BYTES)
+        assert old == (low, _host.STREAM_ROWS_MIN_BYTES)
 
     def test_cython_plan_is_the_python_plan(self):
         """_plan.plan is the one definition; the C make_plan the kernels run must agree with it."""

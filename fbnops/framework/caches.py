@@ -1,7 +1,8 @@
-"""The CPU caches of this machine, as Linux reports them for cpu0 (sysfs).
+"""The CPU caches of this machine, as Linux reports them for cpu0 (sysfs), and the fields of
+/proc/cpuinfo (its vendor, model, flags and clock).
 
 The kernels' plan reads the last-level cache to decide how a forward's reductions walk the
-input (``fbnops.kernels._plan.STRIP_MAX_BYTES``) and, with the CPU's vendor, from what size a
+input (``fbnops.kernels._host.STRIP_MAX_BYTES``) and, with the CPU's vendor, from what size a
 channels-last apply streams its output (``STREAM_ROWS_MIN_BYTES``); the benchmarks print the caches and size
 their in-cache cases by L2.  Elsewhere than Linux, or where sysfs says nothing, the sizes are
 unknown (an empty dict) and callers use their own defaults.
@@ -13,7 +14,7 @@ import functools
 import glob
 from pathlib import Path
 
-__all__ = ["cache_sizes", "last_level_cache_bytes", "cpu_vendor"]
+__all__ = ["cache_sizes", "last_level_cache_bytes", "cpuinfo_field", "cpu_vendor"]
 
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -46,15 +47,21 @@ def last_level_cache_bytes() -> int | None:
     return data[-1] if data else None
 
 
-@functools.lru_cache(maxsize=1)
-def cpu_vendor() -> str | None:
-    """The CPU's vendor as /proc/cpuinfo names it ("AuthenticAMD", "GenuineIntel"), or None."""
+def cpuinfo_field(name: str) -> str | None:
+    """The first value of the field ``name`` in /proc/cpuinfo (the first CPU's), or None where
+    there is none (or no /proc/cpuinfo)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 key, _, value = line.partition(":")
-                if key.strip() == "vendor_id":
-                    return value.strip() or None
+                if key.strip() == name:
+                    return value.strip()
     except OSError:
         pass
     return None
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_vendor() -> str | None:
+    """The CPU's vendor as /proc/cpuinfo names it ("AuthenticAMD", "GenuineIntel"), or None."""
+    return cpuinfo_field("vendor_id") or None

@@ -22,6 +22,7 @@ from types import FunctionType
 import numpy as np
 from numba import njit, prange
 
+from ._host import STRIP_MAX_BYTES
 from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, make_params, partials, tile
 from ._numba_fp import borrowed, lane_totals, pairs_of
@@ -30,7 +31,6 @@ from ._plan import (
     BLOCK_ROWS,
     CACHED_MAX_BYTES,
     FOLD_WAYS,
-    STRIP_MAX_BYTES,
     Op,
     Plan,
     Reduce,

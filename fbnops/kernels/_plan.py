@@ -33,7 +33,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from ..framework.caches import cpu_vendor, last_level_cache_bytes
 from ..framework.errors import InvalidArgumentError
 from ..framework.threads import kernel_threads, serial_after_fork
 
@@ -196,7 +195,7 @@ def _moves(elems, itemsize, full):
 def _streams(channels_last, block, elems, itemsize, full, threshold, rows_threshold):
     """Whether an apply pass writes its output with non-temporal stores: when what it moves
     (_moves) is `threshold` bytes or more (a channels-last pass: `rows_threshold`, the host's
-    STREAM_ROWS_MIN_BYTES, below), past what the caches hold, so the output's lines
+    STREAM_ROWS_MIN_BYTES from _host), past what the caches hold, so the output's lines
     would be read from memory only to be overwritten
     (measured between PyTorch's calls, as the benchmark times them: 0.53-0.94x of the old rule's
     time, the output alone at the threshold, for the 16-bit (32,28,28,128) forwards, 0.63-0.91x
@@ -226,43 +225,6 @@ def _strips(elems, itemsize, ninputs, threshold, one_input_max):
     float32 0.89 at 24.5 MiB, channels-first 12544-value planes 0.83-0.93; under 16 MiB 0.94-1.19.
     A threshold of 0 (the test hook) turns strips off."""
     return threshold > 0 and elems * itemsize * ninputs < (one_input_max if ninputs == 1 else threshold)
-
-
-def strip_max_bytes(cache_bytes=None):
-    """The largest input a forward's reductions add in strips (_strips): 1/STRIP_MAX_SHARE of the
-    last-level cache, or of `cache_bytes`; where the cache is unknown, every input (as measured on
-    hosts whose last-level cache held the inputs)."""
-    if cache_bytes is None:
-        cache_bytes = last_level_cache_bytes()
-    return (1 << 62) if not cache_bytes else cache_bytes // STRIP_MAX_SHARE
-
-
-def stream_rows_min_bytes(cache_bytes=None, vendor=None):
-    """The bytes a channels-last apply pass moves from which it streams its output (_streams):
-    on an AMD CPU STREAM_LLC_QUARTERS quarters of the last-level cache (or of `cache_bytes`), at
-    least STREAM_MIN_BYTES; elsewhere STREAM_MIN_BYTES.  Measured on an AMD Zen 5 (32 MB L3), each
-    call the second of a pair after PyTorch's or after a read of two other arrays, ordinary stores
-    against streamed ones: passes moving 6.4-13 MB took 0.72-0.89 of the streamed time (float32,
-    bfloat16, float16 forwards and gradients), 19 MB 0.92-0.98, 26 MB 0.99-1.10, 38 MB and more
-    1.05-1.25.  Below the L3 the output's lines stay there from call to call, and non-temporal
-    stores send them to memory every time.  On the Intel Sapphire Rapids host STREAM_MIN_BYTES
-    was measured (passes of 4-8 MB: 0.75-0.93 streamed).  Channels-first passes keep
-    STREAM_MIN_BYTES on both: on the Zen 5 their whole-plane runs streamed won from 26 MB
-    (1.05-1.29, the smallest benchmark pass that streams)."""
-    if cache_bytes is None:
-        cache_bytes = last_level_cache_bytes()
-    if vendor is None:
-        vendor = cpu_vendor()
-    if vendor != "AuthenticAMD" or not cache_bytes:
-        return STREAM_MIN_BYTES
-    return max(STREAM_MIN_BYTES, cache_bytes // 4 * STREAM_LLC_QUARTERS)
-
-
-# This host's: functions of the machine, never of the bits (strips and rows add alike; streamed
-# stores write the same values), read once.  The C kernels read them at import; Numba compiles
-# STRIP_MAX_BYTES in, and its cache is keyed on it (_numba_cache); it decides streaming in Python.
-STRIP_MAX_BYTES = strip_max_bytes()
-STREAM_ROWS_MIN_BYTES = stream_rows_min_bytes()
 
 
 def _inputs(amode):

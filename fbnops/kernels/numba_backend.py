@@ -29,8 +29,9 @@ from . import _numba_channels as channels
 from . import _numba_loops as loops
 from . import _numba_stages as stage_drivers
 from . import outputs
+from ._host import STREAM_ROWS_MIN_BYTES
 from ._numba_fp import HARDWARE_HALF
-from ._plan import STREAM_MIN_BYTES, STREAM_ROWS_MIN_BYTES, Apply, Op, _moves, _streams, apply_mode, plan, threads_for
+from ._plan import STREAM_MIN_BYTES, Apply, Op, _moves, _streams, apply_mode, plan, threads_for
 
 # Storage dtype of each input dtype: float32 as is, 16-bit floats as their bits (Numba has
 # no float16/bfloat16 arrays).

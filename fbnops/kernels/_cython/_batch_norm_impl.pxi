@@ -42,8 +42,8 @@ from ._plan cimport (APPLY_A, APPLY_B, APPLY_FULL, BLOCK_ROWS, FOLD_WAYS, FWD_IN
 
 cnp.import_array()
 
-from fbnops.kernels._plan import STREAM_ROWS_MIN_BYTES as _host_stream_rows_min_bytes
-from fbnops.kernels._plan import STRIP_MAX_BYTES as _host_strip_max_bytes
+from fbnops.kernels._host import STREAM_ROWS_MIN_BYTES as _host_stream_rows_min_bytes
+from fbnops.kernels._host import STRIP_MAX_BYTES as _host_strip_max_bytes
 
 OPENMP_ENABLED = bool(FBNOPS_OPENMP_ENABLED)
 
@@ -183,7 +183,7 @@ cdef void tile_row_coefficients(const Plan* P, const Params* params, float* tile
 
 cdef Py_ssize_t stream_min_bytes = STREAM_MIN_BYTES
 cdef Py_ssize_t cached_max_bytes = CACHED_MAX_BYTES
-# The host's (from its last-level cache and vendor, read once by fbnops.kernels._plan; not
+# The host's (from its last-level cache and vendor, read once by fbnops.kernels._host; not
 # compile-time constants).
 cdef Py_ssize_t strip_max_bytes = _host_strip_max_bytes
 cdef Py_ssize_t stream_rows_min_bytes = _host_stream_rows_min_bytes

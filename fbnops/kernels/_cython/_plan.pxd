@@ -95,7 +95,7 @@ cdef inline Py_ssize_t _moves(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t 
 cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t full, Py_ssize_t threshold, Py_ssize_t rows_threshold) noexcept nogil:
     """Whether an apply pass writes its output with non-temporal stores: when what it moves
     (_moves) is `threshold` bytes or more (a channels-last pass: `rows_threshold`, the host's
-    STREAM_ROWS_MIN_BYTES, below), past what the caches hold, so the output's lines
+    STREAM_ROWS_MIN_BYTES from _host), past what the caches hold, so the output's lines
     would be read from memory only to be overwritten
     (measured between PyTorch's calls, as the benchmark times them: 0.53-0.94x of the old rule's
     time, the output alone at the threshold, for the 16-bit (32,28,28,128) forwards, 0.63-0.91x

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...framework import dtypes
-from ...framework.caches import cache_sizes
+from ...framework.caches import cache_sizes, cpuinfo_field
 from .machine_load import clock_ghz
 
 VECTOR_FLOATS = 8  # float32 values in one AVX2 register (not the kernels' LANES, their row block)
@@ -70,14 +70,9 @@ def pass_costs(layout: str, dtype: str, rows_unrolled: int = 1) -> dict[str, Pas
 def cpu_mhz() -> float | None:
     """The clock /proc/cpuinfo reports (a VM reports its nominal clock); None if unknown."""
     try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "cpu MHz":
-                    return float(value)
-    except (OSError, ValueError):
-        pass
-    return None
+        return float(cpuinfo_field("cpu MHz") or "")
+    except ValueError:
+        return None
 
 
 def median_seconds(fn, repeats: int) -> float:

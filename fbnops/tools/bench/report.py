@@ -9,7 +9,7 @@ import statistics
 import numpy as np
 
 from fbnops._version import __version__
-from fbnops.framework.caches import cache_sizes
+from fbnops.framework.caches import cache_sizes, cpuinfo_field
 
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_bf16", "amx_bf16")
 CASE_WIDTH = 48
@@ -17,18 +17,10 @@ CASE_WIDTH = 48
 
 def machine_info(threads: int, peers: list[str]) -> dict:
     """CPU model, SIMD flags, cache sizes, cores, threads and library versions."""
-    model, flags = platform.processor() or platform.machine(), []
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and model in ("", platform.machine(), platform.processor()):
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    flags = [fl for fl in SIMD_FLAGS if fl in value.split()]
-                    break
-    except OSError:
-        pass
+    model = platform.processor() or platform.machine()
+    if model in ("", platform.machine(), platform.processor()):
+        model = cpuinfo_field("model name") or model
+    flags = [fl for fl in SIMD_FLAGS if fl in (cpuinfo_field("flags") or "").split()]
     caches = {name: f"{nbytes >> 10}K" for name, nbytes in cache_sizes().items()}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     versions = {"fbnops": __version__, "python": platform.python_version(), "numpy": np.__version__}
