@@ -181,20 +181,15 @@ class TestConversions:
         low = _plan.STREAM_MIN_BYTES
         assert _host.stream_rows_min_bytes(32 << 20, "AuthenticAMD") == 24 << 20
         assert _host.stream_rows_min_bytes(32 << 20, "GenuineIntel") == low
-        assert (
-            _host.stream_rows_min_bytes(0, "AuthenticAMD")
-            == low
-            == _host.stream_rows_min_bytes(2 << 20, "AuthenticAMD")
-        )
+        assert _host.stream_rows_min_bytes(0, "AuthenticAMD") == low  # (the cache unknown)
+        assert _host.stream_rows_min_bytes(2 << 20, "AuthenticAMD") == low
         assert _host.STREAM_ROWS_MIN_BYTES == _host.stream_rows_min_bytes(last_level_cache_bytes(), cpu_vendor())
         rows = 24 << 20
         elems = (16 << 20) // 8  # a forward of float32: x and the output, 16 MB together
-        assert not _plan._streams(True, 1, elems, 4, False, low, rows) and _plan._streams(
-            True, 1, elems * 2, 4, False, low, rows
-        )
-        assert _plan._streams(False, 1, elems, 4, False, low, rows) and not _plan._streams(
-            False, 3, elems * 2, 4, False, low, rows
-        )
+        # (channels-last, block): streamed at 16 MB moved, at 32 MB
+        for kind, below, above in (((True, 1), False, True), ((False, 1), True, True), ((False, 3), False, False)):
+            assert _plan._streams(*kind, elems, 4, False, low, rows) == below, kind
+            assert _plan._streams(*kind, elems * 2, 4, False, low, rows) == above, kind
         old = tools.set_stream_min_bytes(cython_backend._bn, (1, 2))
         assert tools.set_stream_min_bytes(cython_backend._bn, old) == (1, 2)
         assert old == (low, _host.STREAM_ROWS_MIN_BYTES)
