@@ -17,9 +17,7 @@ CASE_WIDTH = 48
 
 def machine_info(threads: int, peers: list[str]) -> dict:
     """CPU model, SIMD flags, cache sizes, cores, threads and library versions."""
-    model = platform.processor() or platform.machine()
-    if model in ("", platform.machine(), platform.processor()):
-        model = cpuinfo_field("model name") or model
+    model = cpuinfo_field("model name") or platform.processor() or platform.machine()
     flags = [fl for fl in SIMD_FLAGS if fl in (cpuinfo_field("flags") or "").split()]
     caches = {name: f"{nbytes >> 10}K" for name, nbytes in cache_sizes().items()}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
