@@ -40,7 +40,7 @@ from ..framework.threads import kernel_threads, serial_after_fork
 LANES = 512  # minimum row width: folded channels-last rows, channel blocks of small planes
 MAX_W = 2 * LANES  # widest channels-first row: a block of ceil(LANES / inner) planes
 BLOCK_ROWS = 128  # rows summed in float32 lanes before flushing into float64
-STRIP_PIECES = 8  # 16-bit reductions: rows of W lanes summed per load and store of the lane totals
+STRIP_PIECES = 8  # reductions in strips: rows of W lanes summed per load and store of the lane totals
 FOLD_WAYS = 8  # a channel's lane totals are folded in this many running totals (joined pairwise: fixed at 8)
 ROW_ITEM_ELEMS = 32768  # channels-last: target elements per item
 MAX_ROW_ITEMS = 64
@@ -351,10 +351,11 @@ def render_plan_pxd() -> str:
 
 
 def render_contract_h() -> str:
-    """``_cython/_contract.h``: MAX_W, the Reduce and Apply enums and _adds_to, for the C row
-    functions of ``_fp.h``."""
+    """``_cython/_contract.h``: MAX_W, STRIP_PIECES, the Reduce and Apply enums and _adds_to, for
+    the C row functions of ``_fp.h``."""
     lines = [f"/* {_GENERATED} */", "#ifndef FBNOPS_CONTRACT_H", "#define FBNOPS_CONTRACT_H", ""]
-    lines += [f"#define FB_MAX_W {MAX_W} /* the widest row: the size of the items' stack buffers */", ""]
+    lines += [f"#define FB_MAX_W {MAX_W} /* the widest row: the size of the items' stack buffers */"]
+    lines += [f"#define FB_STRIP_PIECES {STRIP_PIECES} /* pieces a strip sums per load and store of its totals */", ""]
     for enum in (Reduce, Apply):
         lines += [f"#define FB_{member.name} {member.value}" for member in enum]
     lines += ["", "/* Whether a reduction pass adds to total h (_adds_to). */", _as_c(_adds_to, "int")]

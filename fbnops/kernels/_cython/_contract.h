@@ -3,6 +3,7 @@
 #define FBNOPS_CONTRACT_H
 
 #define FB_MAX_W 1024 /* the widest row: the size of the items' stack buffers */
+#define FB_STRIP_PIECES 8 /* pieces a strip sums per load and store of its totals */
 
 #define FB_RED_GRAD 0
 #define FB_RED_SUM 1

@@ -140,12 +140,13 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
 #define FB_LANE1(v, i) (v)[i]
 #define FB_CHANNEL8(v, i) _mm256_set1_ps(v)
 #define FB_CHANNEL1(v, i) (v)
-/* Reductions of many rows at once, each lane's float32 total kept in a register for the whole
- * call (loaded and stored once, not once per row).  nrows rows, `stride` elements apart; a row is
+/* Reductions of many rows at once, each lane's float32 total kept in a register for a group of
+ * rows (loaded and stored once a group, not once per row).  nrows rows, `stride` elements apart; a row is
  * `span` elements folded onto W lanes: lane j takes elements j, j + W, j + 2W, ... below span,
  * row after row.  That is exactly the adds of the one-row loop run on each W-lane piece in turn
  * (same operations, same order per lane), so the same bits.  A strip of NV vectors is summed
- * over every row before the next strip: NV independent add chains hide the add latency. */
+ * over a group of rows before the next strip (see FB_REDUCE_ROWS): NV independent add chains
+ * hide the add latency. */
 /* A strip's vectors: V names a kit of vector type and operations (FB_V8; FB_V16 in _wide512.h),
  * LOADV the storage type's widening load. */
 /* One vector of one row into the strip's totals u[k], v[k] (centre mk). */
@@ -252,13 +253,28 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
     if (mode == FB_APPLY_A) FN(FB_APPLY_A, __VA_ARGS__);                                            \
     else if (mode == FB_APPLY_B) FN(FB_APPLY_B, __VA_ARGS__);                                       \
     else FN(FB_APPLY_FULL, __VA_ARGS__);
+/* A strip sums at most FB_STRIP_PIECES pieces (_plan.STRIP_PIECES: rows, when a row is one piece)
+ * before the next strip: the rows go in groups, each read whole before the next.  Down a whole
+ * item (64 rows of 2 KB), the strips' column order lost the prefetchers once the rows came from L3
+ * (a replica in C: 75 us for a 6.4 MB sum on one core, 86 when the rows start off a 64-byte line;
+ * in groups of 16 rows, 60 either way).  In the kernels, two builds side by side
+ * (benchmarks/ab_kernels.py, 2 threads), groups of 8 against whole items: channels-last forwards
+ * 0.90-0.95 (float32) and 0.93-0.96 (16-bit) at (32,28,28,128) to (32,7,7,512), 16-bit gradients
+ * 0.83-0.97; groups of 4, 16 and 32 gained less.  Each lane's adds keep their row order: the
+ * same bits. */
 #define FB_REDUCE_ROWS(T, NAME)                                                                     \
     static inline void fb_reduce_##NAME##_rows_in(int mode, const T* a, const T* b, ptrdiff_t nrows, \
                                                   ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,    \
                                                   const float* m, float* s0, float* s1) {           \
         ptrdiff_t q = (span + W - 1) / W, last = span - (q - 1) * W; /* lanes below last: q pieces */ \
-        fb_strip_range_##NAME(mode, a, b, nrows, stride, q, W, 0, last, m, s0, s1);                 \
-        if (q > 1) fb_strip_range_##NAME(mode, a, b, nrows, stride, q - 1, W, last, W, m, s0, s1);  \
+        ptrdiff_t group = q < FB_STRIP_PIECES ? FB_STRIP_PIECES / q : 1; /* rows a group */        \
+        for (ptrdiff_t r = 0; r < nrows; r += group) {                                              \
+            ptrdiff_t n = nrows - r < group ? nrows - r : group;                                    \
+            const T* ar = a + r * stride;                                                           \
+            const T* br = b + r * stride;                                                           \
+            fb_strip_range_##NAME(mode, ar, br, n, stride, q, W, 0, last, m, s0, s1);               \
+            if (q > 1) fb_strip_range_##NAME(mode, ar, br, n, stride, q - 1, W, last, W, m, s0, s1); \
+        }                                                                                           \
     }                                                                                               \
     static inline void fb_reduce_##NAME##_rows(int mode, const T* a, const T* b, ptrdiff_t nrows,   \
                                                ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,       \
