@@ -152,3 +152,18 @@ def test_the_cli_thread_option_is_its_commands_alone(adaptive_default, capsys):
     assert cli.main(["--threads", "3", "info"]) == 0
     assert "threads   3" in capsys.readouterr().out
     assert threads.kernel_threads() == 1 and fbnops.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("value", [None, "0", " 0 ", "1", "", "off"])
+@pytest.mark.parametrize("through_bytes", [True, False])
+def test_adaptive_switch_reads_the_environment_at_every_call(adaptive_default, monkeypatch, value, through_bytes):
+    """FBNOPS_ADAPTIVE_THREADS=0 (spaces allowed) turns the idle-core count off, set or unset at any
+    time; read through the bytes behind os.environ, or through os.environ where there are none."""
+    if not through_bytes:
+        monkeypatch.setattr(threads, "_ENVIRON_BYTES", None)
+    assert threads.kernel_threads() == 1
+    if value is not None:
+        monkeypatch.setenv("FBNOPS_ADAPTIVE_THREADS", value)
+    assert threads.kernel_threads() == (2 if value is not None and value.strip() == "0" else 1)
+    monkeypatch.delenv("FBNOPS_ADAPTIVE_THREADS", raising=False)
+    assert threads.kernel_threads() == 1
