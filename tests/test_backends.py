@@ -39,6 +39,26 @@ def test_global_and_block_selection():
             pass
 
 
+def test_a_block_ends_on_an_error_and_also_decorates():
+    """A block's backend ends with the block, raised out of or not; ``@backend(name)`` puts a
+    function's calls in one (every call), and an unknown name is refused when the block starts."""
+    before = fbnops.get_backend()
+    with pytest.raises(RuntimeError, match="in the block"):
+        with fbnops.backend("reference"):
+            raise RuntimeError("in the block")
+    assert fbnops.get_backend() == before
+
+    @fbnops.backend("reference")
+    def inside():
+        return fbnops.get_backend()
+
+    assert [inside(), inside(), fbnops.get_backend()] == ["reference", "reference", before]
+    unknown = fbnops.backend("opencl")  # (refused on entering, as a with statement would)
+    with pytest.raises(NotFoundError, match="Unknown backend"):
+        unknown.__enter__()
+    assert fbnops.get_backend() == before
+
+
 def test_missing_numba_is_a_clear_error_and_import_still_works():
     code = textwrap.dedent("""
         import sys

@@ -231,13 +231,11 @@ def get_backend() -> str:
     return _global["backend"] or _default_backend()
 
 
-class _BackendBlock:
-    """One ``with backend(name)`` block.  A plain class, not a generator-based context manager:
-    entering and leaving one took half the time (10 us against 22, right after a pass over
-    20 MB had left the interpreter's memory out of cache), and a loop of op calls pays it on
-    every call."""
-
-    __slots__ = ("name",)
+class _BackendBlock(contextlib.ContextDecorator):
+    """One ``with backend(name)`` block (or a function decorated with it).  A plain class, not a
+    generator-based context manager: entering and leaving one took half the time (10 us against
+    22, right after a pass over 20 MB had left the interpreter's memory out of cache), and a loop
+    of op calls pays it on every call."""
 
     def __init__(self, name: str) -> None:
         self.name = name

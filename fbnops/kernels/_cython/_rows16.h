@@ -258,10 +258,10 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
  * item (64 rows of 2 KB), the strips' column order lost the prefetchers once the rows came from L3
  * (a replica in C: 75 us for a 6.4 MB sum on one core, 86 when the rows start off a 64-byte line;
  * in groups of 16 rows, 60 either way).  In the kernels, two builds side by side
- * (benchmarks/ab_kernels.py, 2 threads), groups of 8 against whole items: channels-last forwards
- * 0.90-0.95 (float32) and 0.93-0.96 (16-bit) at (32,28,28,128) to (32,7,7,512), 16-bit gradients
- * 0.83-0.97; groups of 4, 16 and 32 gained less.  Each lane's adds keep their row order: the
- * same bits. */
+ * (benchmarks/ab_kernels.py, 2 threads), groups of 8 against whole items: channels-last float32
+ * forwards of (32,28,28,128) to (32,7,7,512) 0.89-0.94, 16-bit gradients of (32,14,14,256) and
+ * (32,7,7,512) 0.87-0.98 (docs/performance.md); groups of 4, 16 and 32 gained less.  Each lane's
+ * adds keep their row order: the same bits. */
 #define FB_REDUCE_ROWS(T, NAME)                                                                     \
     static inline void fb_reduce_##NAME##_rows_in(int mode, const T* a, const T* b, ptrdiff_t nrows, \
                                                   ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,    \
