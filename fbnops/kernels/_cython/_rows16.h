@@ -141,9 +141,9 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
 #define FB_CHANNEL8(v, i) _mm256_set1_ps(v)
 #define FB_CHANNEL1(v, i) (v)
 /* Reductions of many rows at once, each lane's float32 total kept in a register for a group of
- * rows (loaded and stored once a group, not once per row).  nrows rows, `stride` elements apart; a row is
- * `span` elements folded onto W lanes: lane j takes elements j, j + W, j + 2W, ... below span,
- * row after row.  That is exactly the adds of the one-row loop run on each W-lane piece in turn
+ * rows (loaded and stored once a group, not once per row).  nrows rows, `stride` elements apart;
+ * a row is `span` elements folded onto W lanes: lane j takes elements j, j + W, j + 2W, ... below
+ * span, row after row.  That is exactly the adds of the one-row loop run on each W-lane piece in turn
  * (same operations, same order per lane), so the same bits.  A strip of NV vectors is summed
  * over a group of rows before the next strip (see FB_REDUCE_ROWS): NV independent add chains
  * hide the add latency. */
