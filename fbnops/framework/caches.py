@@ -4,8 +4,8 @@
 The kernels' plan reads the last-level cache to decide how a forward's reductions walk the
 input (``fbnops.kernels._host.STRIP_MAX_BYTES``) and, with the CPU's vendor, from what size a
 channels-last apply streams its output (``STREAM_ROWS_MIN_BYTES``); the benchmarks print the
-caches and size their in-cache cases by L2.  Elsewhere than Linux, or where sysfs says nothing, the sizes are
-unknown (an empty dict) and callers use their own defaults.
+caches and size their in-cache cases by L2.  Elsewhere than Linux, or where sysfs says nothing,
+the sizes are unknown (an empty dict) and callers use their own defaults.
 """
 
 from __future__ import annotations

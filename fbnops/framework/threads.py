@@ -122,11 +122,13 @@ def get_num_threads() -> int:
 # paid, and paid most right after a large pass had left the interpreter's memory out of cache
 # (15 us against 2.6 after a 20 MB one).
 _ENVIRON_BYTES = getattr(os.environ, "_data", None) if os.name == "posix" else None
+if not isinstance(_ENVIRON_BYTES, dict):  # (not CPython's os.environ: read it the usual way)
+    _ENVIRON_BYTES = None
 
 
 def _adaptive_turned_off() -> bool:
     """Whether FBNOPS_ADAPTIVE_THREADS is 0 (read at every call, so a change applies at once)."""
-    if isinstance(_ENVIRON_BYTES, dict):
+    if _ENVIRON_BYTES is not None:
         value = _ENVIRON_BYTES.get(b"FBNOPS_ADAPTIVE_THREADS")
         return value is not None and value.strip() == b"0"
     return os.environ.get("FBNOPS_ADAPTIVE_THREADS", "1").strip() == "0"

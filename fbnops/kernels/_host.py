@@ -30,10 +30,10 @@ def stream_rows_min_bytes(cache_bytes: int | None = None, vendor: str | None = N
     against streamed ones (float32, bfloat16, float16): forwards moving 6.4-13 MB took 0.72-0.89
     of the streamed time, gradients moving 4.8-9.6 MB 0.86-0.97, passes of 19 MB 0.92-0.98, 26 MB
     0.92-1.10, 38 MB and more 1.05-1.25.  Below the L3 the output's lines stay there from call to
-    call, and non-temporal stores send them to memory every time.  On the Intel Sapphire Rapids host STREAM_MIN_BYTES
-    was measured (passes of 4-8 MB: 0.75-0.93 streamed).  Channels-first passes keep
-    STREAM_MIN_BYTES on both: on the Zen 5 their whole-plane runs streamed won from 26 MB
-    (1.05-1.29, the smallest benchmark pass that streams)."""
+    call, and non-temporal stores send them to memory every time.  On the Intel Sapphire Rapids
+    host STREAM_MIN_BYTES was measured (passes of 4-8 MB: 0.75-0.93 streamed).  Channels-first
+    passes keep STREAM_MIN_BYTES on both: on the Zen 5 their whole-plane runs streamed won from
+    26 MB (1.05-1.29, the smallest benchmark pass that streams)."""
     if cache_bytes is None:
         cache_bytes = last_level_cache_bytes()
     if vendor is None:
