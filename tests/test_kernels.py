@@ -155,20 +155,32 @@ class TestConversions:
         assert (small_planes["block"], small_planes["run"], small_planes["width"]) == (11, 49, 539)
         assert small_planes["nitems"] == 4 * small_planes["per_channel"]  # 4 blocks, the last of 4 channels
 
-    def test_forward_strips_only_while_the_input_fits_half_the_last_level_cache(self):
+    def test_forward_strips_only_while_the_input_fits_a_share_of_the_last_level_cache(self):
         """_strips: a forward's pass (one input) adds rows in strips below STRIP_MAX_BYTES (half the
-        last-level cache), a gradient's (x and dy) below CACHED_MAX_BYTES whatever the cache; 0 turns
-        strips off (the test hook).  An unknown cache strips every input, as on hosts whose L3 held them."""
+        last-level cache) on channels-first planes, and on channels-last rows while the input as
+        float32 values is under a STRIP_ROWS_SHARE-th of it (a quarter of the cache); a gradient's
+        (x and dy) below CACHED_MAX_BYTES whatever the cache and layout; 0 turns strips off (the test
+        hook).  An unknown cache strips every input, as on hosts whose L3 held them."""
         from fbnops.framework.caches import last_level_cache_bytes
         from fbnops.kernels import _host, _plan
 
         cached, top = _plan.CACHED_MAX_BYTES, _host.strip_max_bytes(32 << 20)
         assert top == 16 << 20 and _host.strip_max_bytes(0) > 1 << 60
         assert _host.STRIP_MAX_BYTES == _host.strip_max_bytes(last_level_cache_bytes())
-        assert _plan._strips(top // 2 - 1, 2, 1, cached, top) and not _plan._strips(top // 2, 2, 1, cached, top)
-        assert _plan._strips(cached // 8 - 1, 4, 2, cached, top) and not _plan._strips(cached // 8, 4, 2, cached, top)
-        assert _plan._strips(cached // 8, 4, 2, cached, 1 << 62) == _plan._strips(cached // 8, 4, 2, cached, top)
-        assert not _plan._strips(10, 4, 1, 0, top) and not _plan._strips(10, 4, 2, 0, top)
+        assert _plan._strips(top // 2 - 1, 2, 1, cached, top, False)
+        assert not _plan._strips(top // 2, 2, 1, cached, top, False)
+        rows_top = top // _plan.STRIP_ROWS_SHARE // 4  # channels-last: values, each counted as a float32
+        assert rows_top == 2 << 20
+        for itemsize in (2, 4):
+            assert _plan._strips(rows_top - 1, itemsize, 1, cached, top, True)
+            assert not _plan._strips(rows_top, itemsize, 1, cached, top, True)
+        for last in (False, True):
+            assert _plan._strips(cached // 8 - 1, 4, 2, cached, top, last)
+            assert not _plan._strips(cached // 8, 4, 2, cached, top, last)
+            unknown = _plan._strips(cached // 8, 4, 2, cached, 1 << 62, last)
+            assert unknown == _plan._strips(cached // 8, 4, 2, cached, top, last)
+            assert _plan._strips(top, 4, 1, cached, 1 << 62, last)  # (an unknown cache: every input)
+            assert not _plan._strips(10, 4, 1, 0, top, last) and not _plan._strips(10, 4, 2, 0, top, last)
 
     def test_channels_last_applies_stream_from_the_hosts_threshold(self):
         """_streams: a channels-last apply streams from STREAM_ROWS_MIN_BYTES (on AMD, 3/4 of the

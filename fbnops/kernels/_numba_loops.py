@@ -78,7 +78,8 @@ def _reduce_row_item(a, b, mode, p, item, m_tile, acc0, acc1, part):
     W = p.width
     _clear(acc0), _clear(acc1), _clear(part[0]), _clear(part[1])
     full, nrows = 0, 0
-    if _strips(p.outer * p.C * p.inner, a.itemsize, _reduce_inputs(mode), CACHED_MAX_BYTES, STRIP_MAX_BYTES):
+    # (True: these are channels-last rows, which strip under a lower share of the cache)
+    if _strips(p.outer * p.C * p.inner, a.itemsize, _reduce_inputs(mode), CACHED_MAX_BYTES, STRIP_MAX_BYTES, True):
         full = (e1 - e0) // W
         nrows = _reduce(mode, a, b, e0, W, full, W, W, m_tile, acc0, acc1, part[0], part[1], 0)
     if e0 + full * W < e1:

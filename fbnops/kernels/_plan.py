@@ -49,6 +49,7 @@ MIN_ITEMS = 16  # channels-first: split channels so that few channels still shar
 STREAM_MIN_BYTES = 4 << 20  # apply passes moving this many bytes (inputs + output) stream (see _streams)
 CACHED_MAX_BYTES = 8 << 20  # a gradient pass's inputs under this many bytes are taken to be in the caches (_strips)
 STRIP_MAX_SHARE = 2  # a forward's pass adds rows in strips while its input is under 1/2 the last-level cache (_strips)
+STRIP_ROWS_SHARE = 2  # ... channels-last rows only while their float32 lanes' bytes are under 1/2 of that (_strips)
 STREAM_LLC_QUARTERS = 3  # on AMD, channels-last applies stream from 3/4 of the last-level cache (stream_rows_min_bytes)
 SERIAL_BELOW = 1 << 15  # below this many elements one thread beats waking a team (~1-2 us per region)
 RUN_MIN_INNER = 128  # channels-first: planes this long are applied run by run, with scalar coefficients
@@ -97,7 +98,7 @@ def apply_mode(op):
 # Emitted into the Cython build as compile-time constants (array bounds need them).
 PXI_CONSTANTS = (
     "LANES", "MAX_W", "BLOCK_ROWS", "STRIP_PIECES", "FOLD_WAYS", "ROW_ITEM_ELEMS", "MAX_ROW_ITEMS", "PLANE_ITEM_BYTES",
-    "MIN_ITEMS", "STREAM_MIN_BYTES", "CACHED_MAX_BYTES", "RUN_MIN_INNER", "PREFETCH_MAX_BYTES",
+    "MIN_ITEMS", "STREAM_MIN_BYTES", "CACHED_MAX_BYTES", "RUN_MIN_INNER", "PREFETCH_MAX_BYTES", "STRIP_ROWS_SHARE",
 )  # fmt: skip
 CYTHON_DIR = Path(__file__).parent / "_cython"
 
@@ -211,7 +212,7 @@ def _streams(channels_last, block, elems, itemsize, full, threshold, rows_thresh
     return _moves(elems, itemsize, full) >= (rows_threshold if channels_last else threshold)
 
 
-def _strips(elems, itemsize, ninputs, threshold, one_input_max):
+def _strips(elems, itemsize, ninputs, threshold, one_input_max, channels_last):
     """Whether a reduction pass reading `ninputs` tensors of `elems` values adds its rows in strips
     (groups of rows, each lane total loaded and stored once per group, which reads the rows out of
     address order).  A gradient's pass (x and dy) does only when its inputs fit in the caches, under
@@ -223,8 +224,16 @@ def _strips(elems, itemsize, ninputs, threshold, one_input_max):
     300 MB L3 held every benchmark input.  From DRAM they lose: on an AMD Zen 5 (32 MB L3), the
     C kernels' channels-last 16-bit forwards of 18-37 MiB took 0.64-0.87 of the time row by row,
     float32 0.89 at 24.5 MiB, channels-first 12544-value planes 0.83-0.93; under 16 MiB 0.94-1.19.
+    Channels-last rows (a piece is a row of lanes, read across all of it) strip only while the
+    input, counted as the float32 values the lanes add, is under a STRIP_ROWS_SHARE-th of that,
+    a quarter of the last-level cache: on the same host, each call after PyTorch's, their
+    forwards of 3.2M values or more took 0.68-0.98 of the time row by row (16-bit (32,28,28,128)
+    and (32,56,56,64), float32 (32,28,28,128); 1 and 2 threads), while of 1.6M values (float32
+    and 16-bit (32,14,14,256)) rows took 0.99-1.10 (docs/performance.md).
     A threshold of 0 (the test hook) turns strips off."""
-    return threshold > 0 and elems * itemsize * ninputs < (one_input_max if ninputs == 1 else threshold)
+    if ninputs != 1 or not channels_last:
+        return threshold > 0 and elems * itemsize * ninputs < (one_input_max if ninputs == 1 else threshold)
+    return threshold > 0 and elems * 4 < one_input_max // STRIP_ROWS_SHARE
 
 
 def _inputs(amode):

@@ -210,7 +210,7 @@ cdef inline bint streams(const Plan* P, Py_ssize_t itemsize, Apply amode) noexce
 cdef inline bint in_strips(const Plan* P, Py_ssize_t itemsize, int ninputs) noexcept nogil:
     """Whether a reduction pass adds its rows in strips, several rows per load and store of its lane
     totals (_plan._strips)."""
-    return _strips(P.outer * P.C * P.inner, itemsize, ninputs, cached_max_bytes, strip_max_bytes)
+    return _strips(P.outer * P.C * P.inner, itemsize, ninputs, cached_max_bytes, strip_max_bytes, P.channels_last)
 
 
 cdef void fused_block(const Plan* P, Params* params, Py_ssize_t item, const Reduce* passes, int npasses,

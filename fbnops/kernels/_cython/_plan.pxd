@@ -14,6 +14,7 @@ cdef enum:
     CACHED_MAX_BYTES = 8388608
     RUN_MIN_INNER = 128
     PREFETCH_MAX_BYTES = 131072
+    STRIP_ROWS_SHARE = 2
 
 
 cdef enum Op:
@@ -111,7 +112,7 @@ cdef inline bint _streams(Py_ssize_t channels_last, Py_ssize_t block, Py_ssize_t
     return _moves(elems, itemsize, full) >= (rows_threshold if channels_last else threshold)
 
 
-cdef inline bint _strips(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t ninputs, Py_ssize_t threshold, Py_ssize_t one_input_max) noexcept nogil:
+cdef inline bint _strips(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t ninputs, Py_ssize_t threshold, Py_ssize_t one_input_max, Py_ssize_t channels_last) noexcept nogil:
     """Whether a reduction pass reading `ninputs` tensors of `elems` values adds its rows in strips
     (groups of rows, each lane total loaded and stored once per group, which reads the rows out of
     address order).  A gradient's pass (x and dy) does only when its inputs fit in the caches, under
@@ -123,8 +124,16 @@ cdef inline bint _strips(Py_ssize_t elems, Py_ssize_t itemsize, Py_ssize_t ninpu
     300 MB L3 held every benchmark input.  From DRAM they lose: on an AMD Zen 5 (32 MB L3), the
     C kernels' channels-last 16-bit forwards of 18-37 MiB took 0.64-0.87 of the time row by row,
     float32 0.89 at 24.5 MiB, channels-first 12544-value planes 0.83-0.93; under 16 MiB 0.94-1.19.
+    Channels-last rows (a piece is a row of lanes, read across all of it) strip only while the
+    input, counted as the float32 values the lanes add, is under a STRIP_ROWS_SHARE-th of that,
+    a quarter of the last-level cache: on the same host, each call after PyTorch's, their
+    forwards of 3.2M values or more took 0.68-0.98 of the time row by row (16-bit (32,28,28,128)
+    and (32,56,56,64), float32 (32,28,28,128); 1 and 2 threads), while of 1.6M values (float32
+    and 16-bit (32,14,14,256)) rows took 0.99-1.10 (docs/performance.md).
     A threshold of 0 (the test hook) turns strips off."""
-    return threshold > 0 and elems * itemsize * ninputs < (one_input_max if ninputs == 1 else threshold)
+    if ninputs != 1 or not channels_last:
+        return threshold > 0 and elems * itemsize * ninputs < (one_input_max if ninputs == 1 else threshold)
+    return threshold > 0 and elems * 4 < one_input_max // STRIP_ROWS_SHARE
 
 
 cdef inline Py_ssize_t _inputs(Py_ssize_t amode) noexcept nogil:
