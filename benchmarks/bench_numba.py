@@ -36,7 +36,8 @@ def main() -> int:
     cases = make_cases(args.ops, args.dtypes, args.shapes, args.layouts)
     for case in cases:
         case.make()
-        s = interleaved({"cython": fbnops_call(case, "cython"), "numba": fbnops_call(case, "numba")}, args.rounds)
+        calls = {name: fbnops_call(case, name, block=True) for name in ("cython", "numba")}  # (both in a block)
+        s = interleaved(calls, args.rounds)
         ratio, spread = paired_ratio(s["numba"], s["cython"])
         flag = "  OVER" if ratio > GOAL else ""
         print(f"{case.label:44s} {s['cython'].median * 1e3:10.3f} {s['numba'].median * 1e3:10.3f} "

@@ -13,7 +13,7 @@ from fbnops.testing import extras
 from fbnops.tools.bench import report
 from fbnops.tools.bench.__main__ import BenchUsageError, _peers, main, measure
 from fbnops.tools.bench.cases import Case
-from fbnops.tools.bench.peers import PEERS
+from fbnops.tools.bench.peers import PEERS, fbnops_call
 from fbnops.tools.bench.timing import Sample, interleaved, paired_ratio, round_orders
 
 TINY = ["--quick", "--peers", "ref", "--shapes", "2,4,4,8;2,3,3,16", "--layouts", "NHWC,NCHW"]
@@ -38,6 +38,26 @@ def test_interleaved_rounds_time_the_second_call_of_each_pair():
     samples = interleaved({"a": call("a"), "b": call("b")}, rounds=4)
     assert counts == {"a": 9, "b": 9}  # warm-up + 2 per round
     assert all(len(s.times) == 4 for s in samples.values())
+
+
+def test_the_fbnops_column_is_a_plain_raw_ops_call_and_backends_are_timed_in_blocks(monkeypatch):
+    """The fbnops column calls raw_ops as a user does (no backend block, as the frameworks' calls
+    have none); a backend timed against another runs in a block, and so does its Cython twin."""
+    from fbnops.framework import registry
+
+    case = Case((2, 4, 4, 8), "NHWC", "float32", "grad")
+    case.make()
+    entered = []
+    real = registry.backend
+    monkeypatch.setattr(registry, "backend", lambda name: entered.append(name) or real(name))
+    assert registry.get_backend() == "cython"
+    expected = fbnops_call(case)()
+    assert entered == []
+    in_block = fbnops_call(case, block=True)()
+    assert all(np.array_equal(g, e) for g, e in zip(in_block[:3], expected[:3], strict=True))
+    reference = fbnops_call(case, "reference")()
+    assert all(np.allclose(g, e, rtol=1e-5, atol=1e-6) for g, e in zip(reference[:3], expected[:3], strict=True))
+    assert entered == ["cython", "reference"]
 
 
 def test_round_orders_vary_each_calls_predecessor_and_repeat_from_run_to_run():

@@ -127,7 +127,7 @@ def measure(case: Case, peers: list[str], rounds: int, threads: int) -> dict:
             row[f"{name}_ms"], row[f"{name}_spread"] = s.median * 1e3, s.spread
             row[f"ratio_{name}"], row[f"ratio_{name}_spread"] = paired_ratio(ours, s)
     if backends:  # fbnops backends against the Cython one, without the frameworks in between
-        pair = interleaved({"fbnops": calls["fbnops"], **backends}, rounds)
+        pair = interleaved({"fbnops": fbnops_call(case, block=True), **backends}, rounds)
         for name in backends:
             row[f"{name}_ms"] = pair[name].median / pair["fbnops"].median * ours.median * 1e3
             row[f"{name}_spread"] = pair[name].spread
