@@ -97,8 +97,9 @@ class BuildExt(build_ext):
 
 debug = os.environ.get("FBNOPS_DEBUG_CYTHON", "") not in ("", "0")
 KERNEL_DIR = "fbnops/kernels/_cython"
-KERNEL_INCLUDES = ("_batch_norm_impl.pxi", "_loops.pxi", "_entry_points.pxi", "_dispatch.pxi", "_plan.pxd",
-                   "_contract.h", "_fp.h", "_rows16.h", "_wide512.h", "_stream.h", "_fp.pxd", "_openmp.pxd")  # fmt: skip
+KERNEL_INCLUDES = ("_batch_norm_impl.pxi", "_loops.pxi", "_turned_rows.pxi", "_entry_points.pxi", "_dispatch.pxi",
+                   "_plan.pxd", "_contract.h", "_fp.h", "_rows16.h", "_wide512.h", "_stream.h", "_fp.pxd",
+                   "_openmp.pxd")  # fmt: skip
 extensions = [
     Extension(
         f"fbnops.kernels._cython.{name}",

@@ -15,6 +15,7 @@
 #            '-> apply_pass -> for_items(APPLY) -> do_item -> apply_row_item | apply_plane_item
 #   row/plane items -> reduce_span -> reduce_rows (rows from memory) | reduce_strided (rows
 #                      in cache: several rows per load and store of the lane totals);
+#                      channels-last rows off a line read from it on (_turned_rows.pxi);
 #                      apply_rows / apply_run (+ _streamed)   the lane loops  (_loops.pxi)
 #   16-bit rows on x86-64-v3 -> fb_reduce_*_row / fb_reduce_*_rows (strips) / fb_apply_*_rows /
 #                      fb_apply_*_run (bfloat16: in pairs)   (_rows16.h; x86-64-v4: 512-bit

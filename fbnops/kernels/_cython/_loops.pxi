@@ -271,23 +271,47 @@ cdef inline double fold_lanes(const lane_t* v, Py_ssize_t n) noexcept nogil:
     return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]))
 
 
+include "_turned_rows.pxi"
+
+
 cdef inline void reduce_span(Reduce mode, const storage_t* a, const storage_t* b, Py_ssize_t start,
                              Py_ssize_t stop, Py_ssize_t W, const float* m, float* acc, double* part,
-                             LaneBlock* state, bint strips) noexcept nogil:
+                             LaneBlock* state, bint strips, const Turn* turn=NULL) noexcept nogil:
     """Accumulate elements [start, stop) as rows of W lanes (the last row may be short).
 
     float32 lanes ``acc[0:2W]`` take at most BLOCK_ROWS rows, then flush into the
     float64 ``part``; the row count carries over between spans of the same item.  Rows
     in strips go several at a time (reduce_strided, see _plan._strips), the others one by one.
+
+    With a `turn`, n >= 2 whole rows go as lanes [0, j0) of the first row, n - 1 rows read from
+    its first line boundary on (lane k of such a row is lane (k + j0) % W, so they add into turned
+    totals with a turned centre tile), and lanes [j0, W) of the last row.  Every lane still takes
+    its rows in order through the same operations: the same bits, with the vector loads inside
+    lines (a 512-bit load 16 bytes off a line spans two).  (One call site for the rows, turned or
+    not: GCC unswitched the loops by mode in one inlined copy and not in another, 1.2x slower.)
     """
-    cdef Py_ssize_t n, pos = start
+    cdef Py_ssize_t n, rows, last, pos = start, j0 = 0
+    cdef const storage_t* ra
+    cdef const storage_t* rb
+    cdef const float* rm
+    cdef float* racc
     while pos < stop:
         n = min((stop - pos) // W, BLOCK_ROWS - state.rows)
-        if n > 0 and strips:
-            reduce_strided(mode, a + pos, b + pos, n, W, W, W, m, acc, acc + W)
-            pos += n * W
-        elif n > 0:
-            reduce_rows(mode, a + pos, b + pos, n, W, m, acc, acc + W)
+        if n > 0:
+            ra, rb, rm, racc, rows = a + pos, b + pos, m, acc, n
+            j0 = turn.j0 if turn != NULL and n > 1 else 0
+            if j0:
+                reduce_rows(mode, a + pos, b + pos, 1, j0, m, acc, acc + W)
+                turn_lanes(mode, W, j0, acc, turn.acc, False)
+                ra, rb, rm, racc, rows = a + pos + j0, b + pos + j0, turn.m, turn.acc, n - 1
+            if strips:
+                reduce_strided(mode, ra, rb, rows, W, W, W, rm, racc, racc + W)
+            else:
+                reduce_rows(mode, ra, rb, rows, W, rm, racc, racc + W)
+            if j0:
+                turn_lanes(mode, W, j0, acc, turn.acc, True)
+                last = pos + (n - 1) * W + j0
+                reduce_rows(mode, a + last, b + last, 1, W - j0, m + j0, acc + j0, acc + W + j0)
             pos += n * W
         else:  # a short last row
             n = 1
@@ -318,11 +342,21 @@ cdef void reduce_row_item(const Plan* P, Reduce mode, Py_ssize_t item, const sto
                           const storage_t* b, const float* m_tile, float* acc, double* part, bint strips) noexcept nogil:
     cdef Py_ssize_t r0, r1, tail, j, lo, hi, W = P.width
     cdef LaneBlock state = LaneBlock(0, False)
+    cdef fb_f32_row m_turned
+    cdef fb_f32_lanes acc_turned
+    cdef Turn turn
     used_lanes(mode, W, &lo, &hi)
     for j in range(lo, hi):  # (only the totals the pass adds to: combine_rows reads only those)
         acc[j] = 0
     row_item_bounds(P, item, &r0, &r1, &tail)
-    reduce_span(mode, a, b, r0 * W, r1 * W + tail, W, m_tile, acc, part, &state, strips)
+    turn.j0 = turn_of(mode, a, b, W)
+    if turn.j0:
+        memcpy(m_turned.v, m_tile + turn.j0, (W - turn.j0) * sizeof(float))
+        memcpy(m_turned.v + W - turn.j0, m_tile, turn.j0 * sizeof(float))
+        turn.m = m_turned.v
+        turn.acc = acc_turned.v
+    reduce_span(mode, a, b, r0 * W, r1 * W + tail, W, m_tile, acc, part, &state, strips,
+                &turn if turn.j0 else NULL)
     flush(mode, W, acc, part, &state)  # (assigns part, if no span flushed)
 
 
