@@ -376,7 +376,8 @@ def test_non_temporal_stores_change_no_bit(simd, monkeypatch):
     x86-64-v3 build, each row from its first 32-byte boundary; through L1 buffers in the baseline); forcing that
     path on the whole bits-lock grid (small, unaligned shapes included) changes no output byte.
     (With it the cache threshold goes to 0 too, so that no reduction uses strips: this also checks
-    that strips and the one-row loop give the same bits.)"""
+    that strips and the one-row loop give the same bits; the x86-64-v4 build's forward rows go in
+    register blocks either way, checked by the bits lock.)"""
     from fbnops.kernels import cython_backend
 
     builds = {b.SIMD_VARIANT: b for b in cython_backend.available_builds()}

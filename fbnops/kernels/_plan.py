@@ -230,7 +230,8 @@ def _strips(elems, itemsize, ninputs, threshold, one_input_max, channels_last):
     forwards of 3.2M values or more took 0.68-0.98 of the time row by row (16-bit (32,28,28,128)
     and (32,56,56,64), float32 (32,28,28,128); 1 and 2 threads), while of 1.6M values (float32
     and 16-bit (32,14,14,256)) rows took 0.99-1.10 (docs/performance.md).
-    A threshold of 0 (the test hook) turns strips off."""
+    A threshold of 0 (the test hook) turns strips off.  (The x86-64-v4 C build sums a forward's rows
+    of one piece in register blocks either way: reduce_span in _loops.pxi.)"""
     if ninputs != 1 or not channels_last:
         return threshold > 0 and elems * itemsize * ninputs < (one_input_max if ninputs == 1 else threshold)
     return threshold > 0 and elems * 4 < one_input_max // STRIP_ROWS_SHARE

@@ -40,6 +40,8 @@ cdef extern from "_fp.h" nogil:
                            Py_ssize_t W, const float* A, const float* B, const float* K, const float* m)
     # x86-64-v4: float32 reductions in the same row functions, 16 lanes a step (see _wide512.h)
     const bint FB_F32_WIDE
+    # x86-64-v4: a forward's rows of one piece summed in 256-lane blocks (fb_blocks_NAME in _wide512.h)
+    const bint FB_ROW_BLOCKS
     void fb_reduce_f32_row(int mode, const float* a, const float* b, Py_ssize_t W, const float* m,
                            float* s0, float* s1)
     void fb_reduce_f32_rows(int mode, const float* a, const float* b, Py_ssize_t nrows, Py_ssize_t stride,

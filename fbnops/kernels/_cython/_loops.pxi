@@ -7,7 +7,8 @@ from ._fp cimport (FB_BF16_ROWS, FB_HALF_ROWS, fb_apply_bf16_rows, fb_apply_bf16
                   fb_apply_half_rows, fb_apply_half_rows_streamed, fb_apply_half_run, fb_apply_half_run_streamed,
                   fb_f32_lanes, fb_f32_row, fb_f32_tiles, fb_f64_lanes,
                   fb_prefetch_lines, fb_reduce_bf16_row, fb_reduce_bf16_rows, fb_reduce_f32_row, fb_reduce_f32_rows,
-                  fb_reduce_half_row, fb_reduce_half_rows, fb_stream_copy, fb_stream_fence, FB_F32_WIDE)
+                  fb_reduce_half_row, fb_reduce_half_rows, fb_stream_copy, fb_stream_fence, FB_F32_WIDE,
+                  FB_ROW_BLOCKS)
 
 # ---------------------------------------------------------------------------------------
 # Innermost loops.  All data is processed as rows of W lanes with per-lane tiles
@@ -281,7 +282,9 @@ cdef inline void reduce_span(Reduce mode, const storage_t* a, const storage_t* b
 
     float32 lanes ``acc[0:2W]`` take at most BLOCK_ROWS rows, then flush into the
     float64 ``part``; the row count carries over between spans of the same item.  Rows
-    in strips go several at a time (reduce_strided, see _plan._strips), the others one by one.
+    in strips go several at a time (reduce_strided, see _plan._strips), the others one by one;
+    in the x86-64-v4 build (FB_ROW_BLOCKS) a forward pass's rows always go to reduce_strided,
+    which sums them in 256-lane blocks (fb_blocks_NAME in _wide512.h).
 
     With a `turn`, n >= 2 whole rows go as lanes [0, j0) of the first row, n - 1 rows read from
     its first line boundary on (lane k of such a row is lane (k + j0) % W, so they add into turned
@@ -304,7 +307,7 @@ cdef inline void reduce_span(Reduce mode, const storage_t* a, const storage_t* b
                 reduce_rows(mode, a + pos, b + pos, 1, j0, m, acc, acc + W)
                 turn_lanes(mode, W, j0, acc, turn.acc, False)
                 ra, rb, rm, racc, rows = a + pos + j0, b + pos + j0, turn.m, turn.acc, n - 1
-            if strips:
+            if strips or (FB_ROW_BLOCKS and mode != RED_GRAD):  # (x86-64-v4: a forward's rows in blocks)
                 reduce_strided(mode, ra, rb, rows, W, W, W, rm, racc, racc + W)
             else:
                 reduce_rows(mode, ra, rb, rows, W, rm, racc, racc + W)

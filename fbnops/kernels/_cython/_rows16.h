@@ -261,18 +261,21 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
  * (benchmarks/ab_kernels.py, 2 threads), groups of 8 against whole items: channels-last float32
  * forwards of (32,28,28,128) to (32,7,7,512) 0.89-0.94, 16-bit gradients of (32,14,14,256) and
  * (32,7,7,512) 0.87-0.98 (docs/performance.md); groups of 4, 16 and 32 gained less.  Each lane's
- * adds keep their row order: the same bits. */
+ * adds keep their row order: the same bits.  In the x86-64-v4 build a forward pass's rows of one
+ * piece go in 256-lane blocks down all the rows first (FB_BLOCKS_OF, _wide512.h), the lanes past
+ * the last whole block in these strips. */
 #define FB_REDUCE_ROWS(T, NAME)                                                                     \
     static inline void fb_reduce_##NAME##_rows_in(int mode, const T* a, const T* b, ptrdiff_t nrows, \
                                                   ptrdiff_t stride, ptrdiff_t span, ptrdiff_t W,    \
                                                   const float* m, float* s0, float* s1) {           \
         ptrdiff_t q = (span + W - 1) / W, last = span - (q - 1) * W; /* lanes below last: q pieces */ \
         ptrdiff_t group = q < FB_STRIP_PIECES ? FB_STRIP_PIECES / q : 1; /* rows a group */        \
-        for (ptrdiff_t r = 0; r < nrows; r += group) {                                              \
+        ptrdiff_t j0 = q == 1 ? FB_BLOCKS_OF(NAME) : 0; /* (x86-64-v4: lanes [0, j0) in blocks) */  \
+        for (ptrdiff_t r = 0; r < nrows && j0 < last; r += group) {                                 \
             ptrdiff_t n = nrows - r < group ? nrows - r : group;                                    \
             const T* ar = a + r * stride;                                                           \
             const T* br = b + r * stride;                                                           \
-            fb_strip_range_##NAME(mode, ar, br, n, stride, q, W, 0, last, m, s0, s1);               \
+            fb_strip_range_##NAME(mode, ar, br, n, stride, q, W, j0, last, m, s0, s1);              \
             if (q > 1) fb_strip_range_##NAME(mode, ar, br, n, stride, q - 1, W, last, W, m, s0, s1); \
         }                                                                                           \
     }                                                                                               \
@@ -415,6 +418,8 @@ static inline __attribute__((always_inline)) __m256i fb_apply_bf16_pairs(int mod
 #else
 #define FB_WIDE_APPLY_ROW(NAME, KIND, LOAD8, STORE16)
 #define FB_WIDE_REDUCE_ROW(NAME)
+#define FB_BLOCKS_OF(NAME) 0
+#define FB_ROW_BLOCKS 0
 #define FB_STRIPS_8_4(T, NAME, LOAD8) FB_STRIP(T, NAME, LOAD8, 8) FB_STRIP(T, NAME, LOAD8, 4)
 #define FB_HALF_RUN FB_RUN16_VECTORS
 #define FB_BF16_RUN FB_RUN16_PAIRS

@@ -102,9 +102,66 @@ FB_ELEMENT_OPS(FB_V16, 16)
 /* Strips (FB_STRIP_IN in _rows16.h) of the same 64 lanes (32 with two totals a lane) in 16-lane
  * vectors, each lane's adds in the same row order. */
 #define FB_STRIP_WIDE(T, NAME, NV) FB_STRIP_IN(T, NAME, FB_V16, fb_load_##NAME##_16, NV)
-#define FB_WIDE_STRIPS_bf16(T, LOAD8) FB_STRIP_WIDE(T, bf16, 8) FB_STRIP_WIDE(T, bf16, 4)
-#define FB_WIDE_STRIPS_half(T, LOAD8) FB_STRIP_WIDE(T, half, 8) FB_STRIP_WIDE(T, half, 4)
-#define FB_WIDE_STRIPS_f32(T, LOAD8) FB_STRIP_WIDE(T, f32, 8) FB_STRIP_WIDE(T, f32, 4)
+
+/* Blocks: a forward pass's rows of one piece (stride apart) summed down all nrows (at most
+ * BLOCK_ROWS) in strips of 16 vectors, 256 lanes, each strip's totals in registers from the first
+ * row to the last: one load and store of a total per block, not per row (fb_reduce_NAME_row) or per
+ * group of 8 rows (the 64-lane strips), and only two strips across a 512-lane row, so the rows are
+ * still read 1 KB (float32) at a time.  The adds of FB_STRIP_STEP, a lane's rows in order: the same
+ * bits.  Measured against the rows and strips before (docs/performance.md): a pass's time 0.74-1.01
+ * (its input in L3 or memory), the forwards 0.85-0.89 on 3136-value planes, the others 0.92-1.08.  Not the
+ * gradient's pass: its blocks of 128 lanes (two totals a lane) took 1.00-1.17 of its time. */
+#define FB_WIDE_BLOCK(T, NAME)                                                                      \
+    static inline __attribute__((always_inline)) void fb_block_##NAME(                              \
+        const int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, const float* m,  \
+        float* s0, float* s1) {                                                                     \
+        enum { NV = 16 };                                                                           \
+        __m512 u[NV], v[NV];                                                                        \
+        const int n = NV;                                                            \
+        _Pragma("GCC unroll 16") for (int k = 0; k < n; k++) {                                      \
+            u[k] = mode == FB_RED_SQ ? _mm512_setzero_ps() : _mm512_loadu_ps(s0 + 16 * k);          \
+            v[k] = mode == FB_RED_SUM ? _mm512_setzero_ps() : _mm512_loadu_ps(s1 + 16 * k);         \
+        }                                                                                           \
+        for (ptrdiff_t r = 0; r < nrows; r++, a += stride, b += stride) {                           \
+            _Pragma("GCC unroll 16") for (int k = 0; k < n; k++) {                                  \
+                __m512 xv = fb_load_##NAME##_16(a + 16 * k);                                        \
+                if (mode == FB_RED_SUM) u[k] = _mm512_add_ps(u[k], xv);                             \
+                else if (mode == FB_RED_SQ) {                                                       \
+                    __m512 d = _mm512_sub_ps(xv, _mm512_loadu_ps(m + 16 * k));                      \
+                    v[k] = _mm512_fmadd_ps(d, d, v[k]);                                             \
+                } else {                                                                            \
+                    __m512 dy = fb_load_##NAME##_16(b + 16 * k);                                    \
+                    u[k] = _mm512_add_ps(u[k], dy);                                                 \
+                    v[k] = _mm512_fmadd_ps(_mm512_sub_ps(xv, _mm512_loadu_ps(m + 16 * k)), dy, v[k]); \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+        _Pragma("GCC unroll 16") for (int k = 0; k < n; k++) {                                      \
+            if (mode != FB_RED_SQ) _mm512_storeu_ps(s0 + 16 * k, u[k]);                             \
+            if (mode != FB_RED_SUM) _mm512_storeu_ps(s1 + 16 * k, v[k]);                            \
+        }                                                                                           \
+    }                                                                                               \
+    static inline __attribute__((always_inline)) ptrdiff_t fb_blocks_##NAME##_in(                   \
+        const int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, ptrdiff_t W,     \
+        const float* m, float* s0, float* s1) {                                                     \
+        const ptrdiff_t lanes = 256;                                             \
+        ptrdiff_t j = 0;                                                                            \
+        for (; j + lanes <= W; j += lanes) fb_block_##NAME(mode, a + j, b + j, nrows, stride, m + j, s0 + j, s1 + j); \
+        return j;                                                                                   \
+    }                                                                                               \
+    /* Lanes [0, j) of the rows in blocks, each mode its own loops; returns j (the lanes left:      \
+     * FB_STRIP_RANGE's). */                                                                        \
+    static ptrdiff_t fb_blocks_##NAME(int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, \
+                                      ptrdiff_t W, const float* m, float* s0, float* s1) {          \
+        if (mode == FB_RED_SUM) return fb_blocks_##NAME##_in(FB_RED_SUM, a, b, nrows, stride, W, m, s0, s1); \
+        if (mode == FB_RED_SQ) return fb_blocks_##NAME##_in(FB_RED_SQ, a, b, nrows, stride, W, m, s0, s1); \
+        return 0; /* (the gradient's pass: 128-lane blocks took 1.00-1.17x the time of its strips and rows) */ \
+    }
+#define FB_WIDE_STRIPS_bf16(T, LOAD8) FB_STRIP_WIDE(T, bf16, 8) FB_STRIP_WIDE(T, bf16, 4) FB_WIDE_BLOCK(T, bf16)
+#define FB_WIDE_STRIPS_half(T, LOAD8) FB_STRIP_WIDE(T, half, 8) FB_STRIP_WIDE(T, half, 4) FB_WIDE_BLOCK(T, half)
+#define FB_WIDE_STRIPS_f32(T, LOAD8) FB_STRIP_WIDE(T, f32, 8) FB_STRIP_WIDE(T, f32, 4) FB_WIDE_BLOCK(T, f32)
+#define FB_BLOCKS_OF(NAME) fb_blocks_##NAME(mode, a, b, nrows, stride, W, m, s0, s1)
+#define FB_ROW_BLOCKS 1
 #define FB_STRIPS_8_4(T, NAME, LOAD8) FB_WIDE_STRIPS_##NAME(T, LOAD8)
 
 /* 32 bfloat16 values of a run as even/odd pairs of 32-bit lanes (as fb_apply_bf16_pairs: shifted
