@@ -1,8 +1,9 @@
 """Numba's disk cache for the kernels, keyed on the hash of every source the kernels compile in.
 
 Numba keys a cached function on the text of its own file only. The loops in
-``_numba_loops.py`` and ``_numba_stages.py`` inline functions from ``_numba_rows.py``, ``_numba_fp.py``,
-``_numba_stream.py`` and ``_numba_channels.py`` and read constants from ``_plan.py``, so a change
+``_numba_loops.py`` and ``_numba_stages.py`` inline functions from ``_numba_rows.py``,
+``_numba_reduce.py``, ``_numba_fp.py``, ``_numba_stream.py`` and ``_numba_channels.py`` and read
+constants from ``_plan.py``, so a change
 there would leave stale machine code in the cache
 (it happened: float16 conversions changed and cached kernels kept the old ones). The locator
 here stamps each cached kernel with the SHA-256 of all those files together, so any change
@@ -35,8 +36,8 @@ LOCKS = fcntl is not None  # whether concurrent compilers are safe here
 
 _HERE = Path(__file__).resolve().parent
 SOURCES = (
-    "_numba_loops.py", "_numba_rows.py", "_numba_channels.py", "_numba_fp.py", "_numba_stream.py", "_numba_vrows.py",
-    "_numba_cache.py",
+    "_numba_loops.py", "_numba_rows.py", "_numba_reduce.py", "_numba_channels.py", "_numba_fp.py", "_numba_stream.py",
+    "_numba_vrows.py", "_numba_cache.py",
     "_numba_stages.py", "_plan.py",
 )  # fmt: skip
 # ... and on this host's strip threshold, which the kernels compile in (_host.STRIP_MAX_BYTES: from the

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from ._numba_cache import cached_njit
-from ._numba_rows import _adds_to, _u
+from ._numba_reduce import _adds_to, _u
 from ._plan import Op
 
 

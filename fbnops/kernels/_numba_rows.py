@@ -1,9 +1,9 @@
-"""The Numba kernels' rows: the innermost loops over rows of W lanes, and the sweeps of an
-item's rows compiled once per mode (the twin of the row functions of ``_cython/_loops.pxi``).
+"""The Numba kernels' rows: the apply passes' innermost loops over rows of W lanes, and the sweeps
+of an item's rows compiled once per mode (the twin of the row functions of ``_cython/_loops.pxi``).
 
 A reduction sums rows into float32 lanes flushed into float64 partials every BLOCK_ROWS
-rows; an apply pass writes ``out`` from per-lane tiles (or a large plane's scalar
-coefficients).  ``_numba_loops.py`` builds the work items and regions on them.
+rows (its loops: ``_numba_reduce.py``); an apply pass writes ``out`` from per-lane tiles (or a
+large plane's scalar coefficients).  ``_numba_loops.py`` builds the work items and regions on them.
 """
 
 from __future__ import annotations
@@ -25,103 +25,19 @@ from ._numba_fp import (
     borrowed,
     pairs_of,
 )
+from ._numba_reduce import BLOCKS, _flush_block, _reduce_rows, _reduce_span, _rows_in_blocks, _u
 from ._numba_stream import prefetch_lines, stream_fence
 from ._numba_vrows import HARDWARE_BF16, hardware_bf16_row, streamed_row
-from ._plan import BLOCK_ROWS, CACHED_MAX_BYTES, Apply, Reduce, _adds_to, _inputs
+from ._plan import BLOCK_ROWS, CACHED_MAX_BYTES, Apply, Reduce, _inputs
 
 _inputs = njit(inline="always")(_inputs)  # (the rules the Cython kernels compile from _plan.py)
-_adds_to = njit(inline="always")(_adds_to)
 
 MODE = -1  # the mode a sweep is compiled for: each compiled twin binds its own (see _per_mode)
 
 
 # ---------------------------------------------------------------------------------------
-# Rows of W lanes: reduce into float32 lanes, flush to float64; apply with per-lane tiles
+# Rows of W lanes applied with per-lane tiles (the reductions' rows: _numba_reduce)
 # ---------------------------------------------------------------------------------------
-
-
-@njit(inline="always")
-def _u(i):
-    """i as an unsigned index: Numba emits no wraparound code for it (with a signed index _fill
-    stored one lane at a time, and the lane fold ran twice as long).  The row loops index their
-    arrays with it, not with row slices: every slice made a view whose reference count was a call,
-    counted up and down (a sixteenth of a channels-last forward)."""
-    return np.uint64(i)
-
-
-@njit(inline="always", fastmath=FASTMATH)
-def _reduce_span(a, b, mode, start, stop, W, m, acc0, acc1, p0, p1, nrows):
-    pos = start
-    while pos < stop:
-        L = min(W, stop - pos)
-        r = _u(pos)
-        if mode == Reduce.RED_GRAD:
-            for j in range(L):
-                dy = _load(b, r + _u(j))
-                acc0[j] += dy
-                acc1[j] += (_load(a, r + _u(j)) - m[j]) * dy
-        elif mode == Reduce.RED_SUM:
-            for j in range(L):
-                acc0[j] += _load(a, r + _u(j))
-        else:
-            for j in range(L):
-                d = _load(a, r + _u(j)) - m[j]
-                acc1[j] += d * d
-        pos += W
-        nrows += 1
-        if nrows == BLOCK_ROWS:
-            _flush_block(mode, W, acc0, acc1, p0, p1)
-            nrows = 0
-    return nrows
-
-
-@njit(inline="always", fastmath=FASTMATH)
-def _flush_block(mode, W, acc0, acc1, p0, p1):
-    """The float32 lanes of a block of rows into the float64 partials (only the totals the mode adds to)."""
-    if _adds_to(mode, 0):
-        for j in range(W):
-            p0[j] += acc0[j]
-            acc0[j] = 0
-    if _adds_to(mode, 1):
-        for j in range(W):
-            p1[j] += acc1[j]
-            acc1[j] = 0
-
-
-@njit(inline="always", fastmath=FASTMATH)
-def _reduce_rows(a, b, mode, start, stride, L, m, acc0, acc1):
-    """Rows of L lanes, `stride` apart (four for the gradient's two totals, else eight), added in
-    row order with one load and store of each lane total (the C kernels' strips keep them in
-    registers): the same adds as that many _reduce_span rows, so the same bits."""
-    s1 = _u(stride)
-    s2 = s1 + s1
-    s3, s4 = s2 + s1, s2 + s2
-    r0 = _u(start)
-    if mode == Reduce.RED_GRAD:
-        for j in range(L):
-            i, mj = r0 + _u(j), m[j]
-            d0, d1, d2, d3 = _load(b, i), _load(b, i + s1), _load(b, i + s2), _load(b, i + s3)
-            acc0[j] = (((acc0[j] + d0) + d1) + d2) + d3
-            t = acc1[j] + (_load(a, i) - mj) * d0
-            t = t + (_load(a, i + s1) - mj) * d1
-            t = t + (_load(a, i + s2) - mj) * d2
-            acc1[j] = t + (_load(a, i + s3) - mj) * d3
-    elif mode == Reduce.RED_SUM:
-        for j in range(L):
-            i = r0 + _u(j)
-            k = i + s4
-            t = (((acc0[j] + _load(a, i)) + _load(a, i + s1)) + _load(a, i + s2)) + _load(a, i + s3)
-            acc0[j] = (((t + _load(a, k)) + _load(a, k + s1)) + _load(a, k + s2)) + _load(a, k + s3)
-    else:
-        for j in range(L):
-            i, mj = r0 + _u(j), m[j]
-            k = i + s4
-            d0, d1 = _load(a, i) - mj, _load(a, i + s1) - mj
-            d2, d3 = _load(a, i + s2) - mj, _load(a, i + s3) - mj
-            t = (((acc1[j] + d0 * d0) + d1 * d1) + d2 * d2) + d3 * d3
-            d0, d1 = _load(a, k) - mj, _load(a, k + s1) - mj
-            d2, d3 = _load(a, k + s2) - mj, _load(a, k + s3) - mj
-            acc1[j] = (((t + d0 * d0) + d1 * d1) + d2 * d2) + d3 * d3
 
 
 @njit(inline="always")
@@ -211,8 +127,6 @@ def _apply_run_values(a, b, out, amode, start, L, A, B, K, m):
         _store(ro, j, _apply1(amode, _load(ra, j), _load(rb, j), A, B, K, m))
 
 
-# The sweeps: an item's rows, `count` spans of `span` elements `stride` apart from `base`.  Each
-# is compiled once per mode (MODE, a constant to Numba: see _per_mode) and not inlined, so that
 # its loops are alone in their LLVM function: with the mode tested at run time, or with the
 # item's set-up loops around them, LLVM vectorized them worse (small channels-first planes ran
 # at half the Cython speed).  Each borrows its arrays first (see _numba_fp.borrowed): its
@@ -222,6 +136,16 @@ def _apply_run_values(a, b, out, amode, start, L, A, B, K, m):
 def _reduce_sweep(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows):
     a, b, m = borrowed(a), borrowed(b), borrowed(m)
     acc0, acc1, p0, p1 = borrowed(acc0), borrowed(acc1), borrowed(p0), borrowed(p1)
+    if BLOCKS and MODE != Reduce.RED_GRAD:  # a forward's rows in register blocks (_numba_blocks)
+        if span <= W:
+            return _rows_in_blocks(a, MODE, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows)
+        full = span // W  # (large planes: rows of W lanes, then a short one)
+        for k in range(count):
+            start = base + k * stride
+            nrows = _rows_in_blocks(a, MODE, start, W, full, W, W, m, acc0, acc1, p0, p1, nrows)
+            if full * W < span:
+                nrows = _reduce_span(a, b, MODE, start + full * W, start + span, W, m, acc0, acc1, p0, p1, nrows)
+        return nrows
     k = 0
     group = 4 if MODE == Reduce.RED_GRAD else 8  # (rows a call of _reduce_rows adds)
     while k < count:
