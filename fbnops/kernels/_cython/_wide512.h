@@ -112,55 +112,40 @@ FB_ELEMENT_OPS(FB_V16, 16)
  * (its input in L3 or memory), the forwards 0.85-0.89 on 3136-value planes, the others 0.92-1.08.  Not the
  * gradient's pass: its blocks of 128 lanes (two totals a lane) took 1.00-1.17 of its time. */
 #define FB_WIDE_BLOCK(T, NAME)                                                                      \
-    static inline __attribute__((always_inline)) void fb_block_##NAME(                              \
-        const int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, const float* m,  \
-        float* s0, float* s1) {                                                                     \
-        enum { NV = 16 };                                                                           \
-        __m512 u[NV], v[NV];                                                                        \
-        const int n = NV;                                                            \
-        _Pragma("GCC unroll 16") for (int k = 0; k < n; k++) {                                      \
-            u[k] = mode == FB_RED_SQ ? _mm512_setzero_ps() : _mm512_loadu_ps(s0 + 16 * k);          \
-            v[k] = mode == FB_RED_SUM ? _mm512_setzero_ps() : _mm512_loadu_ps(s1 + 16 * k);         \
-        }                                                                                           \
-        for (ptrdiff_t r = 0; r < nrows; r++, a += stride, b += stride) {                           \
-            _Pragma("GCC unroll 16") for (int k = 0; k < n; k++) {                                  \
+    static inline __attribute__((always_inline)) void fb_block_##NAME(const int mode, const T* a, ptrdiff_t nrows, \
+                                                                      ptrdiff_t stride, const float* m, float* s) { \
+        __m512 t[16]; /* (RED_SUM's totals s0, or RED_SQ's s1) */                                  \
+        _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) t[k] = _mm512_loadu_ps(s + 16 * k);  \
+        for (ptrdiff_t r = 0; r < nrows; r++, a += stride) {                                        \
+            _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) {                                 \
                 __m512 xv = fb_load_##NAME##_16(a + 16 * k);                                        \
-                if (mode == FB_RED_SUM) u[k] = _mm512_add_ps(u[k], xv);                             \
-                else if (mode == FB_RED_SQ) {                                                       \
+                if (mode == FB_RED_SUM) t[k] = _mm512_add_ps(t[k], xv);                             \
+                else {                                                                              \
                     __m512 d = _mm512_sub_ps(xv, _mm512_loadu_ps(m + 16 * k));                      \
-                    v[k] = _mm512_fmadd_ps(d, d, v[k]);                                             \
-                } else {                                                                            \
-                    __m512 dy = fb_load_##NAME##_16(b + 16 * k);                                    \
-                    u[k] = _mm512_add_ps(u[k], dy);                                                 \
-                    v[k] = _mm512_fmadd_ps(_mm512_sub_ps(xv, _mm512_loadu_ps(m + 16 * k)), dy, v[k]); \
+                    t[k] = _mm512_fmadd_ps(d, d, t[k]);                                             \
                 }                                                                                   \
             }                                                                                       \
         }                                                                                           \
-        _Pragma("GCC unroll 16") for (int k = 0; k < n; k++) {                                      \
-            if (mode != FB_RED_SQ) _mm512_storeu_ps(s0 + 16 * k, u[k]);                             \
-            if (mode != FB_RED_SUM) _mm512_storeu_ps(s1 + 16 * k, v[k]);                            \
-        }                                                                                           \
+        _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) _mm512_storeu_ps(s + 16 * k, t[k]);  \
     }                                                                                               \
     static inline __attribute__((always_inline)) ptrdiff_t fb_blocks_##NAME##_in(                   \
-        const int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, ptrdiff_t W,     \
-        const float* m, float* s0, float* s1) {                                                     \
-        const ptrdiff_t lanes = 256;                                             \
+        const int mode, const T* a, ptrdiff_t nrows, ptrdiff_t stride, ptrdiff_t W, const float* m, float* s) { \
         ptrdiff_t j = 0;                                                                            \
-        for (; j + lanes <= W; j += lanes) fb_block_##NAME(mode, a + j, b + j, nrows, stride, m + j, s0 + j, s1 + j); \
+        for (; j + 256 <= W; j += 256) fb_block_##NAME(mode, a + j, nrows, stride, m + j, s + j);   \
         return j;                                                                                   \
     }                                                                                               \
-    /* Lanes [0, j) of the rows in blocks, each mode its own loops; returns j (the lanes left:      \
-     * FB_STRIP_RANGE's). */                                                                        \
-    static ptrdiff_t fb_blocks_##NAME(int mode, const T* a, const T* b, ptrdiff_t nrows, ptrdiff_t stride, \
-                                      ptrdiff_t W, const float* m, float* s0, float* s1) {          \
-        if (mode == FB_RED_SUM) return fb_blocks_##NAME##_in(FB_RED_SUM, a, b, nrows, stride, W, m, s0, s1); \
-        if (mode == FB_RED_SQ) return fb_blocks_##NAME##_in(FB_RED_SQ, a, b, nrows, stride, W, m, s0, s1); \
-        return 0; /* (the gradient's pass: 128-lane blocks took 1.00-1.17x the time of its strips and rows) */ \
+    /* Lanes [0, j) of a forward pass's rows in blocks, each mode its own loops; returns j (the     \
+     * lanes left: FB_STRIP_RANGE's).  The gradient's pass: 0. */                                  \
+    static ptrdiff_t fb_blocks_##NAME(int mode, const T* a, ptrdiff_t nrows, ptrdiff_t stride, ptrdiff_t W, \
+                                      const float* m, float* s0, float* s1) {                       \
+        if (mode == FB_RED_SUM) return fb_blocks_##NAME##_in(FB_RED_SUM, a, nrows, stride, W, m, s0); \
+        if (mode == FB_RED_SQ) return fb_blocks_##NAME##_in(FB_RED_SQ, a, nrows, stride, W, m, s1); \
+        return 0;                                                                                   \
     }
 #define FB_WIDE_STRIPS_bf16(T, LOAD8) FB_STRIP_WIDE(T, bf16, 8) FB_STRIP_WIDE(T, bf16, 4) FB_WIDE_BLOCK(T, bf16)
 #define FB_WIDE_STRIPS_half(T, LOAD8) FB_STRIP_WIDE(T, half, 8) FB_STRIP_WIDE(T, half, 4) FB_WIDE_BLOCK(T, half)
 #define FB_WIDE_STRIPS_f32(T, LOAD8) FB_STRIP_WIDE(T, f32, 8) FB_STRIP_WIDE(T, f32, 4) FB_WIDE_BLOCK(T, f32)
-#define FB_BLOCKS_OF(NAME) fb_blocks_##NAME(mode, a, b, nrows, stride, W, m, s0, s1)
+#define FB_BLOCKS_OF(NAME) fb_blocks_##NAME(mode, a, nrows, stride, W, m, s0, s1)
 #define FB_ROW_BLOCKS 1
 #define FB_STRIPS_8_4(T, NAME, LOAD8) FB_WIDE_STRIPS_##NAME(T, LOAD8)
 
