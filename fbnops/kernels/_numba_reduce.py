@@ -22,7 +22,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ._numba_fp import FASTMATH, _load, compiles_for
-from ._numba_stream import _at
+from ._numba_stream import _at, _widened
 from ._plan import BLOCK_ROWS, Reduce, _adds_to
 
 _adds_to = njit(inline="always")(_adds_to)  # (the rule the Cython kernels compile from _plan.py)
@@ -33,19 +33,6 @@ BLOCK_LANES = 16 * VECTORS
 
 _F32 = ir.FloatType()
 _V16 = ir.VectorType(_F32, 16)
-
-
-def _widened16(builder, context, ty, value, index):
-    """ty's elements [index, index + 16) as float32 lanes (as _numba_stream._widened8 widens 8)."""
-    bits = ir.IntType(ty.dtype.bitwidth)
-    vec = ir.VectorType(_F32 if ty.dtype == types.float32 else bits, 16)
-    v = builder.load(_at(context, builder, ty, value, index, vec), align=ty.dtype.bitwidth // 8)
-    if ty.dtype == types.float32:
-        return v
-    if ty.dtype == types.uint16:  # float16 bits (vcvtph2ps)
-        return builder.fpext(builder.bitcast(v, ir.VectorType(ir.HalfType(), 16)), _V16)
-    words = ir.VectorType(ir.IntType(32), 16)  # bfloat16 bits, shifted into the upper half
-    return builder.bitcast(builder.shl(builder.zext(v, words), ir.Constant(words, 16)), _V16)
 
 
 def _blocks_of(square: bool):
@@ -68,7 +55,7 @@ def _blocks_of(square: bool):
                 with cgutils.for_range(builder, vnrows) as row:
                     at = builder.add(vstart, builder.mul(row.index, vstride))
                     for k in range(VECTORS):
-                        x = _widened16(builder, context, aty, va, builder.add(at, lane[k]))
+                        x = _widened(builder, context, aty, va, builder.add(at, lane[k]), 16)
                         t = builder.load(totals[k])
                         if square:
                             d = builder.fsub(x, builder.load(_at(context, builder, mty, vm, lane[k], _V16), align=4))

@@ -95,18 +95,19 @@ def stream_fence(typingctx):
     return types.void(), codegen
 
 
-def _widened8(builder, context, ty, value, index):
-    """ty's elements [index, index + 8) as float32 lanes: float32 as is, float16 bits (uint16)
+def _widened(builder, context, ty, value, index, lanes=LANES8):
+    """ty's elements [index, index + lanes) as float32 lanes: float32 as is, float16 bits (uint16)
     converted (F16C's vcvtph2ps), bfloat16 bits (int16) shifted into the upper half."""
     bits = ir.IntType(ty.dtype.bitwidth)
-    vec = ir.VectorType(_F32 if ty.dtype == types.float32 else bits, LANES8)
+    floats = ir.VectorType(_F32, lanes)
+    vec = floats if ty.dtype == types.float32 else ir.VectorType(bits, lanes)
     v = builder.load(_at(context, builder, ty, value, index, vec), align=ty.dtype.bitwidth // 8)
     if ty.dtype == types.float32:
         return v
     if ty.dtype == types.uint16:
-        return builder.fpext(builder.bitcast(v, ir.VectorType(ir.HalfType(), LANES8)), _V8)
-    wide = builder.shl(builder.zext(v, ir.VectorType(_I32, LANES8)), ir.Constant(ir.VectorType(_I32, LANES8), 16))
-    return builder.bitcast(wide, _V8)
+        return builder.fpext(builder.bitcast(v, ir.VectorType(ir.HalfType(), lanes)), floats)
+    words = ir.VectorType(_I32, lanes)
+    return builder.bitcast(builder.shl(builder.zext(v, words), ir.Constant(words, 16)), floats)
 
 
 def _narrowed8(builder, dtype, y):
@@ -141,7 +142,7 @@ def _bf16_high8(builder, y):
 def _coefficient8(builder, context, ty, value, j):
     """A coefficient as 8 lanes: a tile's lanes [j, j + 8), or one float32 in every lane."""
     if isinstance(ty, types.Array):
-        return _widened8(builder, context, ty, value, j)
+        return _widened(builder, context, ty, value, j)
     one = builder.insert_element(
         ir.Constant(_V8, ir.Undefined), context.cast(builder, value, ty, types.float32), _I32(0)
     )
@@ -175,8 +176,8 @@ def _apply8_for(mode: int, streamed: bool):
             coefficients = [
                 _coefficient8(builder, context, t, v, vj) for t, v in ((tA, vA), (tB, vB), (tK, vK), (tm, vm))
             ]
-            x = None if mode == Apply.APPLY_B else _widened8(builder, context, ta, va, vi)
-            dy = None if mode == Apply.APPLY_A else _widened8(builder, context, tb, vb, vi)
+            x = None if mode == Apply.APPLY_B else _widened(builder, context, ta, va, vi)
+            dy = None if mode == Apply.APPLY_A else _widened(builder, context, tb, vb, vi)
             value = _narrowed8(builder, tout.dtype, _formula8(builder, mode, x, dy, *coefficients))
             at = _at(context, builder, tout, vout, vi, value.type)
             size = tout.dtype.bitwidth // 8
@@ -251,8 +252,8 @@ def _sixteen_for(mode: int):
                 coefficients = [
                     _coefficient8(builder, context, t, v, vjk) for t, v in ((tA, vA), (tB, vB), (tK, vK), (tm, vm))
                 ]
-                x = None if mode == Apply.APPLY_B else _widened8(builder, context, ta, va, vik)
-                dy = None if mode == Apply.APPLY_A else _widened8(builder, context, tb, vb, vik)
+                x = None if mode == Apply.APPLY_B else _widened(builder, context, ta, va, vik)
+                dy = None if mode == Apply.APPLY_A else _widened(builder, context, tb, vb, vik)
                 halves.append(_narrowed8(builder, tout.dtype, _formula8(builder, mode, x, dy, *coefficients)))
             value = builder.shuffle_vector(halves[0], halves[1], ir.Constant(ir.VectorType(_I32, 16), list(range(16))))
             _store_streamed(builder, value, _at(context, builder, tout, vout, vi, value.type), 32)

@@ -32,7 +32,7 @@ from ._numba_stream import (
     _formula8,
     _narrowed8,
     _store_streamed,
-    _widened8,
+    _widened,
 )
 from ._plan import Apply
 
@@ -78,8 +78,8 @@ def _inputs8(builder, context, mode, signature, args, k):
     va, vb, vout, vi, vA, vB, vK, vm, vj = args
     vik, vjk = (builder.add(v, ir.Constant(v.type, 8 * k)) for v in (vi, vj))
     coefficients = [_coefficient8(builder, context, t, v, vjk) for t, v in ((tA, vA), (tB, vB), (tK, vK), (tm, vm))]
-    x = None if mode == Apply.APPLY_B else _widened8(builder, context, ta, va, vik)
-    dy = None if mode == Apply.APPLY_A else _widened8(builder, context, tb, vb, vik)
+    x = None if mode == Apply.APPLY_B else _widened(builder, context, ta, va, vik)
+    dy = None if mode == Apply.APPLY_A else _widened(builder, context, tb, vb, vik)
     return [x, dy, *coefficients]
 
 
