@@ -136,7 +136,7 @@ def _apply_run_values(a, b, out, amode, start, L, A, B, K, m):
 def _reduce_sweep(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows):
     a, b, m = borrowed(a), borrowed(b), borrowed(m)
     acc0, acc1, p0, p1 = borrowed(acc0), borrowed(acc1), borrowed(p0), borrowed(p1)
-    if BLOCKS and MODE != Reduce.RED_GRAD:  # a forward's rows in register blocks (_numba_blocks)
+    if BLOCKS and MODE != Reduce.RED_GRAD:  # a forward's rows in register blocks (_numba_reduce)
         if span <= W:
             return _rows_in_blocks(a, MODE, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows)
         full = span // W  # (large planes: rows of W lanes, then a short one)
