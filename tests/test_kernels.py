@@ -206,6 +206,39 @@ class TestConversions:
         assert tools.set_stream_min_bytes(cython_backend._bn, old) == (1, 2)
         assert old == (low, _host.STREAM_ROWS_MIN_BYTES)
 
+    def test_fused_blocks_prefetch_up_to_the_hosts_threshold(self):
+        """_prefetches: a fused channels-first block requests the next block's planes while its inputs
+        are at most PREFETCH_BLOCK_MAX_BYTES (on AMD, half of L2; elsewhere, or with L2 unknown,
+        PREFETCH_MAX_BYTES); the C kernels read the host's value, and the bits do not depend on it."""
+        from fbnops.framework.caches import cache_sizes, cpu_vendor
+        from fbnops.kernels import _host, _plan, cython_backend
+
+        low = _plan.PREFETCH_MAX_BYTES
+        assert _host.prefetch_block_max_bytes(1 << 20, "AuthenticAMD") == 512 << 10
+        assert _host.prefetch_block_max_bytes(1 << 20, "GenuineIntel") == low
+        assert _host.prefetch_block_max_bytes(0, "AuthenticAMD") == low  # (L2 unknown)
+        assert _host.prefetch_block_max_bytes(128 << 10, "AuthenticAMD") == low
+        assert _host.PREFETCH_BLOCK_MAX_BYTES == _host.prefetch_block_max_bytes(cache_sizes().get("L2"), cpu_vendor())
+        # (32,128,28,28) float32: a block is one channel, 196 KB of x and dy, 98 KB of x alone
+        assert not _plan._prefetches(32, 1, 784, 4, 2, low) and _plan._prefetches(32, 1, 784, 4, 1, low)
+        assert _plan._prefetches(32, 1, 784, 4, 2, 512 << 10)
+        old = tools.set_prefetch_block_max_bytes(cython_backend._bn, 0)
+        assert tools.set_prefetch_block_max_bytes(cython_backend._bn, old) == 0
+        assert old == _host.PREFETCH_BLOCK_MAX_BYTES
+        rng = np.random.default_rng(3)
+        x, dy = (rng.standard_normal((32, 24, 28, 28)).astype(np.float32) for _ in range(2))
+        v = np.linspace(0.5, 1.5, 24, dtype=np.float32)
+        runs = []
+        for threshold in (0, 1 << 40):  # no block prefetches; every block does
+            old = tools.set_prefetch_block_max_bytes(cython_backend._bn, threshold)
+            try:
+                args = (x.reshape(32, 24, -1), dy.reshape(32, 24, -1), v, v, v)
+                runs.append(cython_backend._bn.batch_norm_grad(*args, epsilon=1e-3, is_training=True, num_threads=2))
+            finally:
+                tools.set_prefetch_block_max_bytes(cython_backend._bn, old)
+        for got, want in zip(runs[1], runs[0], strict=True):
+            assert got.tobytes() == want.tobytes()
+
     def test_cython_plan_is_the_python_plan(self):
         """_plan.plan is the one definition; the C make_plan the kernels run must agree with it."""
         from fbnops.kernels import _plan

@@ -77,12 +77,13 @@ def test_narrowing_other_dtype_is_a_value_error(build):
 @pytest.mark.parametrize("build", _builds())
 def test_kernel_modules_export_no_test_entry_points(build):
     """The production modules hold the kernels' entry points only; test hooks live in _tools and reach a
-    build's internals through its capsules (the stream and cache thresholds, the narrowing runs)."""
+    build's internals through its capsules (the stream, cache and prefetch thresholds, the narrowing runs)."""
     public = {n for n in dir(build) if not n.startswith("_") and n not in ("np", "ml_dtypes")}
     entry_points = {"batch_norm", "batch_norm_grad", "reduce_totals", "finish", "apply", "cpu_has_x86_64_v3",
                     "cpu_has_avx512_bf16"}  # fmt: skip
     constants = {"OPENMP_ENABLED", "SIMD_VARIANT", "NARROW_RUNS_ADDRESS"}
     constants |= {"STREAM_MIN_BYTES_ADDRESS", "STREAM_ROWS_MIN_BYTES_ADDRESS", "CACHED_MAX_BYTES_ADDRESS"}
+    constants |= {"PREFETCH_BLOCK_MAX_BYTES_ADDRESS"}
     assert public == entry_points | constants
 
 

@@ -7,8 +7,8 @@ constants from ``_plan.py``, so a change
 there would leave stale machine code in the cache
 (it happened: float16 conversions changed and cached kernels kept the old ones). The locator
 here stamps each cached kernel with the SHA-256 of all those files together, so any change
-to any of them recompiles, with nothing to bump by hand. The stamp also holds the one value the kernels
-compile in from the host, ``_host.STRIP_MAX_BYTES`` (from its last-level cache).
+to any of them recompiles, with nothing to bump by hand. The stamp also holds the values the kernels
+compile in from the host, ``_host.STRIP_MAX_BYTES`` and ``PREFETCH_BLOCK_MAX_BYTES`` (from its caches).
 
 Numba's cache files are written without a lock. Two processes that compile at once (MPI ranks on
 a first call, or a parallel ``warm_up``) can pick the same data file for different entries, and a
@@ -25,7 +25,7 @@ from pathlib import Path
 import numba
 from numba.core import caching
 
-from ._host import STRIP_MAX_BYTES
+from ._host import PREFETCH_BLOCK_MAX_BYTES, STRIP_MAX_BYTES
 
 try:
     import fcntl
@@ -40,10 +40,11 @@ SOURCES = (
     "_numba_vrows.py", "_numba_cache.py",
     "_numba_stages.py", "_plan.py",
 )  # fmt: skip
-# ... and on this host's strip threshold, which the kernels compile in (_host.STRIP_MAX_BYTES: from the
-# last-level cache), so that a cache copied from a machine with another cache size is not loaded.
+# ... and on this host's thresholds, which the kernels compile in (_host.STRIP_MAX_BYTES and
+# PREFETCH_BLOCK_MAX_BYTES: from its caches), so that a cache copied from a machine with other caches is not loaded.
 SOURCES_HASH = hashlib.sha256(
-    b"".join((_HERE / name).read_bytes() for name in SOURCES) + b"STRIP_MAX_BYTES=%d" % STRIP_MAX_BYTES
+    b"".join((_HERE / name).read_bytes() for name in SOURCES)
+    + b"STRIP_MAX_BYTES=%d PREFETCH_BLOCK_MAX_BYTES=%d" % (STRIP_MAX_BYTES, PREFETCH_BLOCK_MAX_BYTES)
 ).digest()
 
 

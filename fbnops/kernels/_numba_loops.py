@@ -22,7 +22,7 @@ from types import FunctionType
 import numpy as np
 from numba import njit, prange
 
-from ._host import STRIP_MAX_BYTES
+from ._host import PREFETCH_BLOCK_MAX_BYTES, STRIP_MAX_BYTES
 from ._numba_cache import cached_njit
 from ._numba_channels import _channels_done, _combine, center_tile, finish_pass, make_params, partials, tile
 from ._numba_fp import borrowed, lane_totals, pairs_of
@@ -344,7 +344,7 @@ def _fused_items(a, b, out, p, i0, i1, params, stream):
     sums = np.empty((2, p.block), np.float64)
     tiles, pairs = _tile_scratch(a, p.width)
     amode = _apply_mode(op)
-    prefetch = _prefetches(p.outer, p.block, p.inner, a.itemsize, _inputs(amode))
+    prefetch = _prefetches(p.outer, p.block, p.inner, a.itemsize, _inputs(amode), PREFETCH_BLOCK_MAX_BYTES)
     A, B, K = params.A, params.B, params.K
     for item in range(i0, i1):
         c0, nch, _, _ = _block_bounds(p, item)

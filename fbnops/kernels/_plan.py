@@ -54,7 +54,8 @@ STREAM_LLC_QUARTERS = 3  # on AMD, channels-last applies stream from 3/4 of the 
 SERIAL_BELOW = 1 << 15  # below this many elements one thread beats waking a team (~1-2 us per region)
 RUN_MIN_INNER = 128  # channels-first: planes this long are applied run by run, with scalar coefficients
 PREFETCH_MAX_BYTES = 128 << 10  # fused channel blocks of at most this many input bytes request the next block's
-# planes while they apply (two blocks well inside one 512 KB L2; larger blocks thrash it: see _prefetches)
+# planes while they apply (two blocks well inside one 512 KB L2; larger blocks thrash it: see _prefetches) ...
+PREFETCH_L2_SHARE = 2  # ... on AMD, blocks of up to 1/2 of L2 (prefetch_block_max_bytes in _host)
 
 
 class Op(IntEnum):
@@ -257,15 +258,18 @@ def _adds_to(mode, h):
     return mode != (Reduce.RED_SQ if h == 0 else Reduce.RED_SUM)
 
 
-def _prefetches(outer, block, inner, itemsize, ninputs):
+def _prefetches(outer, block, inner, itemsize, ninputs, max_bytes):
     """Whether a fused channel block requests the next block's planes (software prefetch) while
     it applies its own: the thread's next item, whose first pass would otherwise wait on memory
     plane by plane (each plane a short run, one plane stride from the next: too short for the
-    hardware's stream prefetchers to ramp up).  Only while both blocks' inputs fit in L2 with
-    room to spare (measured between PyTorch's calls, 2 threads: 0.79-0.87x for the 16-bit
+    hardware's stream prefetchers to ramp up).  Only for blocks of at most `max_bytes` of inputs
+    (the host's PREFETCH_BLOCK_MAX_BYTES, from _host): PREFETCH_MAX_BYTES, 128 KB, measured on a
+    host with 512 KB of L2 between PyTorch's calls, 2 threads: 0.79-0.87x for the 16-bit
     (32,28,28,128) forwards, 0.85-0.91x for their gradients, 0.83x on 1 thread; but 1.06-1.13x for
-    (32,56,56,64) gradients, whose 400 KB blocks the prefetch pushed out of L2).  Bits unchanged."""
-    return outer * block * inner * itemsize * ninputs <= PREFETCH_MAX_BYTES
+    (32,56,56,64) gradients, whose 400 KB blocks the prefetch pushed out of L2.  On an AMD Zen 5
+    (1 MB of L2) blocks of 134-392 KB gained too (0.80-0.92x) and 784 KB ones lost (1.13-1.28x):
+    there, up to 1/PREFETCH_L2_SHARE of L2.  Bits unchanged."""
+    return outer * block * inner * itemsize * ninputs <= max_bytes
 
 
 def fused(p: Plan) -> bool:

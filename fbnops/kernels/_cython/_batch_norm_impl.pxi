@@ -45,6 +45,7 @@ cnp.import_array()
 
 from fbnops.kernels._host import STREAM_ROWS_MIN_BYTES as _host_stream_rows_min_bytes
 from fbnops.kernels._host import STRIP_MAX_BYTES as _host_strip_max_bytes
+from fbnops.kernels._host import PREFETCH_BLOCK_MAX_BYTES as _host_prefetch_block_max_bytes
 
 OPENMP_ENABLED = bool(FBNOPS_OPENMP_ENABLED)
 
@@ -184,17 +185,19 @@ cdef void tile_row_coefficients(const Plan* P, const Params* params, float* tile
 
 cdef Py_ssize_t stream_min_bytes = STREAM_MIN_BYTES
 cdef Py_ssize_t cached_max_bytes = CACHED_MAX_BYTES
-# The host's (from its last-level cache and vendor, read once by fbnops.kernels._host; not
+# The host's (from its caches and vendor, read once by fbnops.kernels._host; not
 # compile-time constants).
 cdef Py_ssize_t strip_max_bytes = _host_strip_max_bytes
 cdef Py_ssize_t stream_rows_min_bytes = _host_stream_rows_min_bytes
-# Where the thresholds live, for the test hooks _tools.set_stream_min_bytes and set_cached_max_bytes
-# (tests stream small outputs, and add rows one by one, to check that the bits do not change);
-# production code never writes them.
+cdef Py_ssize_t prefetch_block_max_bytes = _host_prefetch_block_max_bytes
+# Where the thresholds live, for the test hooks _tools.set_stream_min_bytes, set_cached_max_bytes and
+# set_prefetch_block_max_bytes (tests stream small outputs, add rows one by one, and prefetch or not,
+# to check that the bits do not change); production code never writes them.
 from cpython.pycapsule cimport PyCapsule_New
 STREAM_MIN_BYTES_ADDRESS = PyCapsule_New(&stream_min_bytes, b"fbnops.stream_min_bytes", NULL)
 STREAM_ROWS_MIN_BYTES_ADDRESS = PyCapsule_New(&stream_rows_min_bytes, b"fbnops.stream_rows_min_bytes", NULL)
 CACHED_MAX_BYTES_ADDRESS = PyCapsule_New(&cached_max_bytes, b"fbnops.cached_max_bytes", NULL)
+PREFETCH_BLOCK_MAX_BYTES_ADDRESS = PyCapsule_New(&prefetch_block_max_bytes, b"fbnops.prefetch_block_max_bytes", NULL)
 # This build's 16-bit narrowing, for the test hook _tools.narrow (tests check it on every rounding boundary).
 cdef NarrowRuns narrow_runs
 narrow_runs.half = fb_narrow_half_run
@@ -412,7 +415,7 @@ cdef void run(const Plan* P, Params* params, const storage_t* a, const storage_t
     else:
         w.amode = APPLY_A
     w.stream = streams(P, sizeof(storage_t), w.amode)
-    w.prefetch = _prefetches(P.outer, P.block, P.inner, sizeof(storage_t), _inputs(w.amode))
+    w.prefetch = _prefetches(P.outer, P.block, P.inner, sizeof(storage_t), _inputs(w.amode), prefetch_block_max_bytes)
 
     if not P.channels_last and P.per_channel == 1 and w.npasses > 0:
         for_items(&w, P.nitems, nthreads, a, b, out)

@@ -64,6 +64,12 @@ def set_cached_max_bytes(kernels, Py_ssize_t nbytes):
     return _swap(kernels.CACHED_MAX_BYTES_ADDRESS, b"fbnops.cached_max_bytes", nbytes)
 
 
+def set_prefetch_block_max_bytes(kernels, Py_ssize_t nbytes):
+    """Fused channels-first blocks of at most ``nbytes`` of inputs request the next block's planes in the
+    kernel module ``kernels`` (0: none do); returns the old threshold."""
+    return _swap(kernels.PREFETCH_BLOCK_MAX_BYTES_ADDRESS, b"fbnops.prefetch_block_max_bytes", nbytes)
+
+
 def narrow(kernels, const float[::1] v, dtype):
     """float32 values -> ``dtype`` (float16 or bfloat16) rounded as the kernel module ``kernels``
     (batch_norm or batch_norm_avx2) stores its outputs."""
