@@ -39,11 +39,7 @@ def stream_rows_min_bytes(cache_bytes: int | None = None, vendor: str | None = N
     26 MB (1.05-1.29, the smallest benchmark pass that streams)."""
     if cache_bytes is None:
         cache_bytes = last_level_cache_bytes()
-    if vendor is None:
-        vendor = cpu_vendor()
-    if vendor != "AuthenticAMD" or not cache_bytes:
-        return STREAM_MIN_BYTES
-    return max(STREAM_MIN_BYTES, cache_bytes // 4 * STREAM_LLC_QUARTERS)
+    return _on_amd(STREAM_MIN_BYTES, cache_bytes // 4 * STREAM_LLC_QUARTERS if cache_bytes else 0, vendor)
 
 
 def prefetch_block_max_bytes(l2_bytes: int | None = None, vendor: str | None = None) -> int:
@@ -58,11 +54,15 @@ def prefetch_block_max_bytes(l2_bytes: int | None = None, vendor: str | None = N
     on a host with 512 KB of L2."""
     if l2_bytes is None:
         l2_bytes = cache_sizes().get("L2")
+    return _on_amd(PREFETCH_MAX_BYTES, l2_bytes // PREFETCH_L2_SHARE if l2_bytes else 0, vendor)
+
+
+def _on_amd(default: int, measured: int, vendor: str | None) -> int:
+    """`measured` (0 where the cache it scales is unknown), at least `default`, on an AMD CPU: the
+    rules above were measured on an AMD host; elsewhere `default`, as measured on Intel ones."""
     if vendor is None:
         vendor = cpu_vendor()
-    if vendor != "AuthenticAMD" or not l2_bytes:
-        return PREFETCH_MAX_BYTES
-    return max(PREFETCH_MAX_BYTES, l2_bytes // PREFETCH_L2_SHARE)
+    return max(default, measured) if vendor == "AuthenticAMD" else default
 
 
 # Read once.  The C kernels read them at import; Numba compiles STRIP_MAX_BYTES and
