@@ -99,7 +99,7 @@ def apply_mode(op):
 # Emitted into the Cython build as compile-time constants (array bounds need them).
 PXI_CONSTANTS = (
     "LANES", "MAX_W", "BLOCK_ROWS", "STRIP_PIECES", "FOLD_WAYS", "ROW_ITEM_ELEMS", "MAX_ROW_ITEMS", "PLANE_ITEM_BYTES",
-    "MIN_ITEMS", "STREAM_MIN_BYTES", "CACHED_MAX_BYTES", "RUN_MIN_INNER", "PREFETCH_MAX_BYTES", "STRIP_ROWS_SHARE",
+    "MIN_ITEMS", "STREAM_MIN_BYTES", "CACHED_MAX_BYTES", "RUN_MIN_INNER", "STRIP_ROWS_SHARE",
 )  # fmt: skip
 CYTHON_DIR = Path(__file__).parent / "_cython"
 
