@@ -135,6 +135,33 @@ def test_numba_is_a_bitwise_twin_of_cython():
     assert not differ, f"{len(differ)} of {len(cases)} cases differ, e.g. {differ[:5]}"
 
 
+@pytest.mark.parametrize("dtype", sorted(lock.DTYPES))
+@pytest.mark.parametrize("C", [64, 520])
+def test_numba_gradient_rows_from_memory_are_bitwise_cythons(dtype, C):
+    """Channels-last gradients whose x and dy are past CACHED_MAX_BYTES add their rows one at a
+    time (not in strips), which the bits-lock grid's small cases reach only for leftover rows.
+    Numba's rows take 16 lanes a vector where it compiles for AVX-512 (_numba_reduce.grad_lanes):
+    every output byte must still be Cython's, for folded 512-lane rows (C=64) and for rows of 520
+    lanes (a tail of 8 after the vectors), on NumPy's own placement of the data (off a line)."""
+    extras.require_backend("cython")
+    extras.require_backend("numba")
+    from fbnops.framework import threads
+    from fbnops.kernels import _plan, cython_backend, numba_backend
+
+    rows = -(-_plan.CACHED_MAX_BYTES // (2 * C * np.dtype(lock.DTYPES[dtype]).itemsize)) + 3  # just past the rule
+    rng = np.random.default_rng(C)
+    x = (rng.standard_normal((rows, C, 1)) * 2 + 1).astype(lock.DTYPES[dtype])
+    dy = rng.standard_normal((rows, C, 1)).astype(lock.DTYPES[dtype])
+    scale, mean, var = (rng.random(C).astype(np.float32) + 0.5 for _ in range(3))
+    for n in (1, 2):
+        with threads.setting_kept():
+            fbnops.set_num_threads(n)
+            want = cython_backend.batch_norm_grad(x, dy, scale, mean, var, epsilon=1e-3, is_training=True)
+            got = numba_backend.batch_norm_grad(x, dy, scale, mean, var, epsilon=1e-3, is_training=True)
+        for name, w, g in zip(("x_backprop", "scale_backprop", "offset_backprop"), want, got, strict=True):
+            assert w.tobytes() == g.tobytes(), f"{name} differs on {n} thread(s)"
+
+
 def test_numba_streamed_outputs_are_bitwise_cythons(monkeypatch):
     """With every output streamed (both thresholds at 0: non-temporal stores, 8 values at a time
     from Numba's vector intrinsic, 16 at a time from the C kernels' registers), the two backends still agree byte
