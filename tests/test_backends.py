@@ -142,7 +142,7 @@ def test_numba_gradient_rows_from_memory_are_bitwise_cythons(dtype, C):
     time (not in strips), which the bits-lock grid's small cases reach only for leftover rows.
     Numba's rows take 16 lanes a vector where it compiles for AVX-512 (_numba_reduce.grad_lanes):
     every output byte must still be Cython's, for folded 512-lane rows (C=64) and for rows of 520
-    lanes (a tail of 8 after the vectors), on NumPy's own placement of the data (off a line)."""
+    lanes (a tail of 8 after the vectors), on 1 and 2 threads."""
     extras.require_backend("cython")
     extras.require_backend("numba")
     from fbnops.framework import threads

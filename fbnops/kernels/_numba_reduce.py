@@ -17,13 +17,12 @@ vector there instead (:func:`grad_lanes`), their totals loaded and stored once a
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ._numba_fp import FASTMATH, _load, compiles_for
-from ._numba_stream import _at, _widened
+from ._numba_stream import _V16, _at, _fma16, _widened
 from ._plan import BLOCK_ROWS, Reduce, _adds_to
 
 _adds_to = njit(inline="always")(_adds_to)  # (the rule the Cython kernels compile from _plan.py)
@@ -31,9 +30,6 @@ _adds_to = njit(inline="always")(_adds_to)  # (the rule the Cython kernels compi
 BLOCKS = compiles_for("avx512f")
 VECTORS = 16  # totals a block keeps in registers, 16 lanes each
 BLOCK_LANES = 16 * VECTORS
-
-_F32 = ir.FloatType()
-_V16 = ir.VectorType(_F32, 16)
 
 
 def _blocks_of(square: bool):
@@ -45,7 +41,7 @@ def _blocks_of(square: bool):
             aty, mty, accty = signature.args[0], signature.args[5], signature.args[6]
             va, vstart, vstride, vnrows, vlanes, vm, vacc = args
             intp = context.get_value_type(types.intp)
-            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_V16, [_V16] * 3), "llvm.fma.v16f32")
+            fma = _fma16(builder)
             totals = [cgutils.alloca_once(builder, _V16) for _ in range(VECTORS)]  # (registers, once promoted)
             nstrips = builder.sdiv(vlanes, intp(BLOCK_LANES))
             with cgutils.for_range(builder, nstrips) as strip:
@@ -95,7 +91,7 @@ def _grad_vectors(typingctx, a, b, start, L, m, acc0, acc1):
         ta, tb, _, _, tm, t0, t1 = signature.args
         va, vb, vstart, vL, vm, v0, v1 = args
         intp = context.get_value_type(types.intp)
-        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_V16, [_V16] * 3), "llvm.fma.v16f32")
+        fma = _fma16(builder)
         steps = builder.sdiv(vL, intp(16))
         with cgutils.for_range(builder, steps) as step:
             j = builder.mul(step.index, intp(16))

@@ -32,11 +32,17 @@ if INLINE_STORES:
 
 _F32 = ir.FloatType()
 _V8 = ir.VectorType(_F32, LANES8)
+_V16 = ir.VectorType(_F32, 16)
 _I32 = ir.IntType(32)
 
 
 def _declare(builder, name, ret, params):
     return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, params), name)
+
+
+def _fma16(builder):
+    """llvm.fma on 16 float32 lanes (one 512-bit vector), as the wide steps and blocks call it."""
+    return _declare(builder, "llvm.fma.v16f32", _V16, [_V16] * 3)
 
 
 def _at(context, builder, ty, value, index, pointee):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils, errors
+from numba.core import errors
 from numba.extending import intrinsic, overload
 
 from ._numba_fp import FASTMATH, _apply1, _load, _store, compiles_for
@@ -29,6 +29,7 @@ from ._numba_stream import (
     LANES8,
     _at,
     _coefficient8,
+    _fma16,
     _formula8,
     _narrowed8,
     _store_streamed,
@@ -62,8 +63,7 @@ def _joined(builder, low, high):
 
 def _formula16(builder, mode, x, dy, A, B, K, m):
     """_formula8 on 16 lanes (one 512-bit vector)."""
-    v16 = ir.VectorType(ir.FloatType(), 16)
-    fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(v16, [v16, v16, v16]), "llvm.fma.v16f32")
+    fma = _fma16(builder)
     if mode == Apply.APPLY_B:
         return builder.fmul(A, dy)
     d = builder.fsub(x, m)
