@@ -199,6 +199,7 @@ def test_numba_streamed_stores_are_non_temporal():
     from numba import njit
 
     from fbnops.kernels import numba_backend
+    from fbnops.kernels._numba_fp import WIDE_VECTORS
     from fbnops.kernels._numba_stream import stream_fence
     from fbnops.kernels._numba_vrows import HARDWARE_BF16, streamed_row
     from fbnops.kernels._plan import Apply
@@ -222,6 +223,30 @@ def test_numba_streamed_stores_are_non_temporal():
         assert re.search(pattern, code), f"{np.dtype(dtype)}: no non-temporal store in the streamed row"
         if dtype == np.int16 and HARDWARE_BF16:  # 32 values per 64-byte store, as the C kernels' v4 build
             assert re.search(r"\bvmovntdq\s+%zmm", code), "bfloat16: no 64-byte streamed store in the streamed row"
+        if dtype == np.uint16 and WIDE_VECTORS:  # (the same, float16)
+            assert re.search(r"\bvmovntdq\s+%zmm", code), "float16: no 64-byte streamed store in the streamed row"
+
+
+def test_numba_sweeps_take_512_bit_vectors_where_it_compiles_for_avx512():
+    """The loops LLVM vectorizes itself in the sweeps (an ordinary float16 apply row here) use
+    512-bit registers where Numba compiles for AVX-512 (_numba_fp.wide_vectors): LLVM's tuning for
+    Intel's AVX-512 CPUs had kept them to 256 bits, 1.4-1.6x the C kernels' time."""
+    extras.require_backend("numba")
+    import platform
+    import re
+
+    from fbnops.kernels import _numba_rows
+    from fbnops.kernels._numba_fp import WIDE_VECTORS
+
+    if not WIDE_VECTORS or platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("Numba does not compile for AVX-512 here: its loops take the widest vectors the CPU has")
+    W = 512
+    rows = np.zeros(4 * W, np.uint16)
+    tiles = [np.zeros(W, np.float32) for _ in range(4)]
+    sweep = _numba_rows._apply_a
+    sweep(rows, rows, np.empty_like(rows), 0, W, 4, W, W, *tiles, np.zeros((2, 8, 1), np.float32), False)
+    code = sweep.inspect_asm(sweep.signatures[-1])
+    assert re.search(r"\bvcvtph2psx?\s+[^\n]*%zmm", code), "the float16 apply row widens into no 512-bit register"
 
 
 def test_numba_bfloat16_rows_narrow_in_hardware_where_the_cpu_does():

@@ -24,6 +24,7 @@ from ._numba_fp import (
     _store,
     borrowed,
     pairs_of,
+    wide_vectors,
 )
 from ._numba_reduce import BLOCKS, _flush_block, _reduce_rows, _reduce_span, _rows_in_blocks, _u
 from ._numba_stream import prefetch_lines, stream_fence
@@ -131,9 +132,11 @@ def _apply_run_values(a, b, out, amode, start, L, A, B, K, m):
 # item's set-up loops around them, LLVM vectorized them worse (small channels-first planes ran
 # at half the Cython speed).  Each borrows its arrays first (see _numba_fp.borrowed): its
 # helpers are called per row or per plane, and every call counted each array up and down.
+# Each also asks for 512-bit vectors where Numba compiles for AVX-512 (_numba_fp.wide_vectors).
 
 
 def _reduce_sweep(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nrows):
+    wide_vectors()
     a, b, m = borrowed(a), borrowed(b), borrowed(m)
     acc0, acc1, p0, p1 = borrowed(acc0), borrowed(acc1), borrowed(p0), borrowed(p1)
     if BLOCKS and MODE != Reduce.RED_GRAD:  # a forward's rows in register blocks (_numba_reduce)
@@ -164,6 +167,7 @@ def _reduce_sweep(a, b, base, stride, count, span, W, m, acc0, acc1, p0, p1, nro
 
 
 def _apply_sweep(a, b, out, base, stride, count, span, W, At, Bt, Kt, mt, pairs, stream):
+    wide_vectors()
     a, b, out, pairs = borrowed(a), borrowed(b), borrowed(out), borrowed(pairs)
     At, Bt, Kt, mt = borrowed(At), borrowed(Bt), borrowed(Kt), borrowed(mt)
     if stream:  # the output past the caches, written non-temporally (_plan._streams), row by row
@@ -211,6 +215,7 @@ def _apply_runs(a, b, out, base, stride, count, L, A, B, K, m, ahead, stream):
     and dy's where the mode reads dy (see _plan._prefetches); with `stream`, written
     non-temporally (_plan._streams)."""
     a, b, out = borrowed(a), borrowed(b), borrowed(out)
+    wide_vectors()
     if stream:
         for k in range(count):
             _prefetch_ahead(a, b, base + k * stride + ahead, L, ahead, _inputs(MODE) > 1)

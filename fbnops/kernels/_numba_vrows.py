@@ -19,7 +19,7 @@ from numba import njit, types
 from numba.core import errors
 from numba.extending import intrinsic, overload
 
-from ._numba_fp import FASTMATH, _apply1, _load, _store, compiles_for
+from ._numba_fp import FASTMATH, WIDE_VECTORS, _apply1, _load, _store, compiles_for
 from ._numba_stream import (
     _APPLY8,
     _I32,
@@ -105,14 +105,16 @@ def _narrowed_store(builder, halves, at, streamed, integer_bits):
             store(builder.call(narrow2, [halves[1], halves[0]]))
 
 
-def _hardware32_for(mode: int, streamed: bool):
-    """bfloat16 out[i:i + 32] in one 64-byte store (streamed: out + i aligned to 64 bytes): 16-lane
-    vectors through the formula, narrowed by one 512-bit vcvtne2ps2bf16 (the C kernels' x86-64-v4
-    rows take the same steps), or, where a lane is denormal, by the integer code 8 lanes at a time."""
+def _wide32_for(mode: int, streamed: bool, half: bool):
+    """A 16-bit out[i:i + 32] in one 64-byte store (streamed: out + i aligned to 64 bytes): 16-lane
+    vectors through the formula (the C kernels' x86-64-v4 rows take the same steps), narrowed
+    (half: to float16, each vector converted as the 8-lane steps convert theirs; else to bfloat16
+    by one 512-bit vcvtne2ps2bf16, or, where a lane is denormal, by the integer code 8 lanes at a
+    time)."""
     h32 = ir.VectorType(ir.IntType(16), 32)
 
     @intrinsic
-    def hardware32(typingctx, a, b, out, i, A, B, K, m, j):
+    def wide32(typingctx, a, b, out, i, A, B, K, m, j):
         def codegen(context, builder, signature, args):
             eighths = [_inputs8(builder, context, mode, signature, args, k) for k in range(4)]
             halves = []
@@ -121,6 +123,13 @@ def _hardware32_for(mode: int, streamed: bool):
                 joined = [None if u is None else _joined(builder, u, w) for u, w in zip(lo, hi, strict=True)]
                 halves.append(_formula16(builder, mode, *joined))
             at = _at(context, builder, signature.args[2], args[2], args[3], h32)
+            if half:
+                value = _joined(builder, *(_narrowed_half(builder, h) for h in halves))
+                if streamed:
+                    _store_streamed(builder, value, at, 64)
+                else:
+                    builder.store(value, at, align=2)
+                return context.get_dummy_value()
 
             def integer_bits():
                 quarters = [
@@ -136,10 +145,17 @@ def _hardware32_for(mode: int, streamed: bool):
 
         return types.void(a, b, out, types.intp, A, B, K, m, types.intp), codegen
 
-    return hardware32
+    return wide32
 
 
-_HARDWARE32 = {(mode, streamed): _hardware32_for(mode, streamed) for mode in Apply for streamed in (False, True)}
+def _narrowed_half(builder, y):
+    """float32 lanes y (any count) as float16 bits: LLVM's fptrunc, as _narrowed8 converts 8."""
+    n = y.type.count
+    return builder.bitcast(builder.fptrunc(y, ir.VectorType(ir.HalfType(), n)), ir.VectorType(ir.IntType(16), n))
+
+
+_HARDWARE32 = {(mode, streamed): _wide32_for(mode, streamed, False) for mode in Apply for streamed in (False, True)}
+_HALF32 = {mode: _wide32_for(mode, True, True) for mode in Apply}  # (float16 rows: streamed only)
 
 
 def _hardware16_for(mode: int, streamed: bool):
@@ -173,10 +189,12 @@ def _middle_for(mode: int, step: str, streamed: bool):
     per 32-byte store; where `step` narrows by the CPU, a 16-value step to the first 64-byte
     boundary and 32 values per 64-byte store before those.  Ordinary: 32, then 16 at a time.
     step: "pairs" (bfloat16 with a channel's coefficients), "hardware" (bfloat16 narrowed by the
-    CPU, as the C kernels' x86-64-v4 build) or "vectors"."""
-    steps = {"pairs": _PAIRS16[mode], "hardware": _HARDWARE16[mode, streamed], "vectors": _SIXTEEN[mode]}
+    CPU, as the C kernels' x86-64-v4 build), "half" (float16 streamed where Numba compiles for
+    AVX-512: 32 values a 64-byte store, as that build stores them) or "vectors"."""
+    steps = {"pairs": _PAIRS16[mode], "hardware": _HARDWARE16[mode, streamed], "vectors": _SIXTEEN[mode],
+             "half": _SIXTEEN[mode]}  # fmt: skip
     step16, streamed8 = steps[step], _APPLY8[mode, True]
-    step32 = _HARDWARE32[mode, streamed] if step == "hardware" else None
+    step32 = {"hardware": _HARDWARE32.get((mode, streamed)), "half": _HALF32[mode]}.get(step)
     wide = step32 is not None  # (compile-time constants, as streamed)
 
     @njit(inline="always")
@@ -234,6 +252,8 @@ def _row_for(mode: int, out_type, coefficients, streamed: bool):
         step = "vectors"  # (float16, and bfloat16 with tile coefficients on a CPU without AVX512-BF16)
         if out_type.dtype == types.int16 and HARDWARE_BF16:
             step = "hardware"
+        elif out_type.dtype == types.uint16 and streamed and WIDE_VECTORS:
+            step = "half"
         elif out_type.dtype == types.int16 and not isinstance(coefficients, types.Array):
             step = "pairs"
         if streamed or step == "hardware":  # (ordinary rows take 8-value steps but where the CPU narrows)
