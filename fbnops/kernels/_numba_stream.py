@@ -118,13 +118,12 @@ def _widened(builder, context, ty, value, index, lanes=LANES8):
 
 def _narrowed8(builder, dtype, y):
     """float32 lanes y rounded to dtype's bits (round to nearest even; a bfloat16 NaN keeps its
-    upper half with the quiet bit set: _numba_fp._bf16_round_high)."""
+    upper half with the quiet bit set: _numba_fp._bf16_round_high).  8 lanes; float16 any number."""
     if dtype == types.float32:
         return y
     if dtype == types.uint16:
-        return builder.bitcast(
-            builder.fptrunc(y, ir.VectorType(ir.HalfType(), LANES8)), ir.VectorType(ir.IntType(16), LANES8)
-        )
+        n = y.type.count
+        return builder.bitcast(builder.fptrunc(y, ir.VectorType(ir.HalfType(), n)), ir.VectorType(ir.IntType(16), n))
     return builder.trunc(builder.lshr(_bf16_high8(builder, y), _splat(16)), ir.VectorType(ir.IntType(16), LANES8))
 
 

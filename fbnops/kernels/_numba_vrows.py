@@ -108,9 +108,8 @@ def _narrowed_store(builder, halves, at, streamed, integer_bits):
 def _wide32_for(mode: int, streamed: bool, half: bool):
     """A 16-bit out[i:i + 32] in one 64-byte store (streamed: out + i aligned to 64 bytes): 16-lane
     vectors through the formula (the C kernels' x86-64-v4 rows take the same steps), narrowed
-    (half: to float16, each vector converted as the 8-lane steps convert theirs; else to bfloat16
-    by one 512-bit vcvtne2ps2bf16, or, where a lane is denormal, by the integer code 8 lanes at a
-    time)."""
+    (half: to float16 as the 8-lane steps convert theirs, streamed; else to bfloat16 by one 512-bit
+    vcvtne2ps2bf16, or, where a lane is denormal, by the integer code 8 lanes at a time)."""
     h32 = ir.VectorType(ir.IntType(16), 32)
 
     @intrinsic
@@ -123,12 +122,9 @@ def _wide32_for(mode: int, streamed: bool, half: bool):
                 joined = [None if u is None else _joined(builder, u, w) for u, w in zip(lo, hi, strict=True)]
                 halves.append(_formula16(builder, mode, *joined))
             at = _at(context, builder, signature.args[2], args[2], args[3], h32)
-            if half:
-                value = _joined(builder, *(_narrowed_half(builder, h) for h in halves))
-                if streamed:
-                    _store_streamed(builder, value, at, 64)
-                else:
-                    builder.store(value, at, align=2)
+            if half:  # (streamed only: ordinary float16 rows are the loops LLVM vectorizes)
+                value = _joined(builder, *(_narrowed8(builder, types.uint16, h) for h in halves))
+                _store_streamed(builder, value, at, 64)
                 return context.get_dummy_value()
 
             def integer_bits():
@@ -146,12 +142,6 @@ def _wide32_for(mode: int, streamed: bool, half: bool):
         return types.void(a, b, out, types.intp, A, B, K, m, types.intp), codegen
 
     return wide32
-
-
-def _narrowed_half(builder, y):
-    """float32 lanes y (any count) as float16 bits: LLVM's fptrunc, as _narrowed8 converts 8."""
-    n = y.type.count
-    return builder.bitcast(builder.fptrunc(y, ir.VectorType(ir.HalfType(), n)), ir.VectorType(ir.IntType(16), n))
 
 
 _HARDWARE32 = {(mode, streamed): _wide32_for(mode, streamed, False) for mode in Apply for streamed in (False, True)}
@@ -194,7 +184,7 @@ def _middle_for(mode: int, step: str, streamed: bool):
     steps = {"pairs": _PAIRS16[mode], "hardware": _HARDWARE16[mode, streamed], "vectors": _SIXTEEN[mode],
              "half": _SIXTEEN[mode]}  # fmt: skip
     step16, streamed8 = steps[step], _APPLY8[mode, True]
-    step32 = {"hardware": _HARDWARE32.get((mode, streamed)), "half": _HALF32[mode]}.get(step)
+    step32 = {"hardware": _HARDWARE32[mode, streamed], "half": _HALF32[mode]}.get(step)
     wide = step32 is not None  # (compile-time constants, as streamed)
 
     @njit(inline="always")
