@@ -21,13 +21,13 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ._numba_fp import FASTMATH, _load, compiles_for
+from ._numba_fp import FASTMATH, WIDE_VECTORS, _load
 from ._numba_stream import _V16, _at, _fma16, _widened
 from ._plan import BLOCK_ROWS, Reduce, _adds_to
 
 _adds_to = njit(inline="always")(_adds_to)  # (the rule the Cython kernels compile from _plan.py)
 
-BLOCKS = compiles_for("avx512f")
+BLOCKS = WIDE_VECTORS  # (AVX-512's 32 vector registers hold a block's totals)
 VECTORS = 16  # totals a block keeps in registers, 16 lanes each
 BLOCK_LANES = 16 * VECTORS
 
